@@ -1,0 +1,61 @@
+/* config.h - /etc/resview/config.json (or $RESVIEW_CONFIG), with defaults. */
+#ifndef RESVIEW_CONFIG_H
+#define RESVIEW_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include "resview/util.h"
+
+#define RV_CONFIG_DEFAULT "/etc/resview/config.json"
+#define RV_MAX_RUNTIMES 8
+#define RV_MAX_VARS 32
+#define RV_MAX_WARNINGS 16
+
+enum rv_level { RV_ERROR = 0, RV_WARN, RV_INFO, RV_DEBUG };
+enum rv_rounding { RV_ROUND_CEIL = 0, RV_ROUND_FLOOR, RV_ROUND_NEAREST };
+enum rv_source { RV_SRC_CPUS = 0, RV_SRC_MEM_MIB, RV_SRC_GPUS };
+
+struct rv_var {
+    char name[64];
+    enum rv_source source;
+    bool enabled;
+};
+
+struct rv_config {
+    char path[PATH_MAX];          /* file read, "" when built-in defaults only */
+    bool from_env;                /* path came from $RESVIEW_CONFIG */
+    char runtimes[RV_MAX_RUNTIMES][PATH_MAX];
+    int n_runtimes;
+    char log_file[PATH_MAX];
+    enum rv_level log_level;
+    char hook_path[PATH_MAX];
+    char hook_stage[16];          /* "prestart" | "createRuntime" */
+    char lxcfs_root[PATH_MAX];
+    bool lxcfs_required;
+    char state_dir[PATH_MAX];     /* /run/resview */
+    bool env_enabled;
+    enum rv_rounding rounding;
+    struct rv_var vars[RV_MAX_VARS];
+    int n_vars;
+    bool fuse_allowed;
+    char apparmor_profile[128];
+    /* Unknown keys and wrong types: reported, never fatal. */
+    char warnings[RV_MAX_WARNINGS][256];
+    int n_warnings;
+};
+
+/* Built-in defaults. */
+void rv_config_defaults(struct rv_config *cfg);
+/* Load $RESVIEW_CONFIG, else /etc/resview/config.json; a missing default file
+ * means defaults. Fails only when the file exists but cannot be read or is not
+ * a JSON object; key-level problems become warnings. */
+int rv_config_load(struct rv_config *cfg, struct rv_error *err);
+/* Same, from an explicit path (must exist). */
+int rv_config_load_file(struct rv_config *cfg, const char *path, struct rv_error *err);
+/* Parse config text (for tests and fuzzing). */
+int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct rv_error *err);
+
+const char *rv_source_name(enum rv_source s);
+const char *rv_level_name(enum rv_level l);
+
+#endif

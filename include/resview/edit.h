@@ -1,0 +1,36 @@
+/* edit.h - the spec editor: everything resview-runtime changes in config.json. */
+#ifndef RESVIEW_EDIT_H
+#define RESVIEW_EDIT_H
+
+#include "resview/envvars.h"
+#include "resview/limits.h"
+
+#define RV_ANN_LXCFS "resview.io/lxcfs"
+#define RV_ANN_ENV "resview.io/env"
+#define RV_ANN_FUSE "resview.io/fuse"
+
+struct rv_edit_ctx {
+    const struct rv_config *cfg;
+    const struct rv_host *host;
+    bool systemd_hint;        /* runtime got --systemd-cgroup */
+};
+
+struct rv_edit_result {
+    bool env_on, lxcfs_on, fuse_on;
+    struct rv_limits limits;
+    struct rv_env_plan plan;  /* valid when env_on */
+};
+
+/* Apply every edit, idempotently. On error the document may be partly edited:
+ * callers must not save it. */
+int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_result *res,
+                 struct rv_error *err);
+
+/* The hook entry alone (exposed for tests). */
+int rv_spec_add_hook(json_t *root, const struct rv_config *cfg, struct rv_error *err);
+
+/* FUSE for containers that ask (fuse.c): device, capability, seccomp, AppArmor.
+ * Requested security features fail closed: any problem is an error. */
+int rv_fuse_apply(json_t *root, const struct rv_config *cfg, struct rv_error *err);
+
+#endif

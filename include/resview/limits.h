@@ -1,0 +1,41 @@
+/* limits.h - what the container may use: cpus, memory, gpus, computed from
+ * the spec and from every ancestor cgroup that exists on the host. */
+#ifndef RESVIEW_LIMITS_H
+#define RESVIEW_LIMITS_H
+
+#include <limits.h>
+#include <stdint.h>
+#include "resview/config.h"
+#include "resview/json.h"
+
+/* Where to look on the host; tests point these at temporary trees. */
+struct rv_host {
+    char cgroup_root[PATH_MAX];   /* /sys/fs/cgroup */
+    char self_cgroup[PATH_MAX];   /* /proc/self/cgroup (relative cgroupsPath) */
+    char cpu_online[PATH_MAX];    /* /sys/devices/system/cpu/online */
+    char dev_dir[PATH_MAX];       /* /dev (nvidia device nodes) */
+};
+
+struct rv_limits {
+    unsigned cpus;
+    char cpus_why[512];
+    bool has_mem;
+    uint64_t mem_mib;
+    char mem_why[512];
+    unsigned gpus;
+    char gpus_why[256];
+};
+
+void rv_host_defaults(struct rv_host *h);
+/* systemd_hint: the runtime was given --systemd-cgroup. */
+int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
+                      bool systemd_hint, struct rv_limits *out, struct rv_error *err);
+
+/* Number of CPUs in a cpuset list ("0-3,8"); -1 if malformed. */
+int rv_cpulist_count(const char *s);
+/* Expand linux.cgroupsPath into a cgroup path from the hierarchy root
+ * ("/kubepods.slice/kubepods-burstable.slice/.../cri-containerd-ID.scope"). */
+int rv_cgroup_path(const char *cgroups_path, bool systemd_hint, const char *self_cgroup_file,
+                   char *out, size_t size, struct rv_error *err);
+
+#endif

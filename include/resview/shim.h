@@ -1,0 +1,15 @@
+/* shim.h - what resview-runtime does before handing over to the next runtime. */
+#ifndef RESVIEW_SHIM_H
+#define RESVIEW_SHIM_H
+
+#include "resview/args.h"
+#include "resview/config.h"
+#include "resview/limits.h"
+
+/* create/run: edit the bundle and record the injected variables. */
+int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
+                   const struct rv_args *a, struct rv_error *err);
+/* exec --process FILE: add the recorded variables the process does not set. */
+int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err);
+
+#endif

@@ -1,0 +1,36 @@
+/* spec.h - the bundle's config.json: safe load, atomic save, request lookups. */
+#ifndef RESVIEW_SPEC_H
+#define RESVIEW_SPEC_H
+
+#include <sys/stat.h>
+#include "resview/json.h"
+
+#define RV_SPEC_MAX (16u << 20)   /* a spec larger than 16 MiB is refused */
+
+struct rv_spec {
+    int dirfd;            /* the bundle directory */
+    char bundle[4096];
+    json_t *root;
+    struct stat st;       /* of config.json as loaded: mode and owner to keep */
+    char *text;           /* original bytes, to skip a rewrite that changes nothing */
+    size_t len;
+};
+
+int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err);
+/* Parse from memory (tests, fuzzing, `resview env --spec`). dirfd = -1. */
+int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err);
+/* Write back atomically if the document changed. *changed tells. */
+int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err);
+void rv_spec_free(struct rv_spec *spec);
+
+/* process.env as an array (created if missing); NULL + err on a wrong type. */
+json_t *rv_spec_env(json_t *root, struct rv_error *err);
+/* Value of NAME in a process env array, NULL if unset. */
+const char *rv_env_get(json_t *env, const char *name);
+
+/* Per-container request: annotation (true/false) or env var (1/0).
+ * Returns 1 (on), 0 (off), -1 (not asked), -2 invalid (err filled). */
+int rv_spec_request(json_t *root, const char *annotation, const char *envvar,
+                    struct rv_error *err);
+
+#endif

@@ -1,0 +1,99 @@
+/* chain.c - next runtime lookup and loop guard. */
+#define _GNU_SOURCE
+#include "resview/chain.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int identity(const char *path, char *out, size_t size)
+{
+    struct stat st;
+
+    if (stat(path, &st) < 0)
+        return -1;
+    return rv_snprintf(out, size, "%jx:%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino) < 0 ? -1 : 0;
+}
+
+static bool visited(const char *id)
+{
+    const char *list = getenv(RV_CHAIN_ENV);
+    size_t n = strlen(id);
+
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, id, n) == 0)
+            return true;
+        p = end ? end + 1 : p + len;
+    }
+    return false;
+}
+
+static bool executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* Resolve name through PATH (or take it as a path if it has a slash). */
+static bool resolve(const char *name, char *out, size_t size)
+{
+    const char *path = getenv("PATH");
+
+    if (strchr(name, '/'))
+        return executable(name) && rv_snprintf(out, size, "%s", name) >= 0;
+    if (!path || !*path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char *p = path; *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len && rv_snprintf(out, size, "%.*s/%s", (int)len, p, name) >= 0 && executable(out))
+            return true;
+        p = end ? end + 1 : p + len;
+    }
+    return false;
+}
+
+int rv_chain_next(const struct rv_config *cfg, char *out, size_t size, struct rv_error *err)
+{
+    char self[64], id[64], tried[512] = "";
+    size_t t = 0;
+
+    if (identity("/proc/self/exe", self, sizeof(self)) < 0)
+        self[0] = '\0';
+    for (int i = 0; i < cfg->n_runtimes; i++) {
+        const char *why = NULL;
+        if (!resolve(cfg->runtimes[i], out, size))
+            why = "not found";
+        else if (identity(out, id, sizeof(id)) < 0)
+            why = "not found";
+        else if (strcmp(id, self) == 0)
+            why = "is resview-runtime itself";
+        else if (visited(id))
+            why = "already called earlier in this chain";
+        if (!why)
+            return 0;
+        int n = snprintf(tried + t, sizeof(tried) - t, "%s%s (%s)", t ? ", " : "",
+                         cfg->runtimes[i], why);
+        if (n > 0 && (size_t)n < sizeof(tried) - t)
+            t += (size_t)n;
+    }
+    return rv_fail(err, 0, "no next runtime to run: %s; set \"runtimes\" in %s", tried,
+                   cfg->path[0] ? cfg->path : RV_CONFIG_DEFAULT);
+}
+
+int rv_chain_mark(const char *path, struct rv_error *err)
+{
+    const char *old = getenv(RV_CHAIN_ENV);
+    char id[64], buf[4096];
+
+    if (identity(path, id, sizeof(id)) < 0)
+        return rv_fail(err, errno, "stat `%s`", path);
+    if (rv_snprintf(buf, sizeof(buf), "%s%s%s", old && *old ? old : "", old && *old ? "," : "", id) < 0)
+        return rv_fail(err, E2BIG, "%s is too long: a runtime chain that loops?", RV_CHAIN_ENV);
+    if (setenv(RV_CHAIN_ENV, buf, 1) < 0)
+        return rv_fail(err, errno, "setenv %s", RV_CHAIN_ENV);
+    return 0;
+}

@@ -1,0 +1,86 @@
+/* cmd_env.c - `resview env`: what a container would get, and which limit won. */
+#define _GNU_SOURCE
+#include "resview/cli.h"
+#include "resview/edit.h"
+#include "resview/spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
+{
+    const char *bundle = NULL, *file = NULL;
+    bool systemd = false;
+    struct rv_spec spec;
+    struct rv_error err;
+    struct rv_host host;
+    struct rv_limits lim;
+    struct rv_env_plan plan;
+    json_t *env;
+    int r;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--bundle") == 0 && i + 1 < argc)
+            bundle = argv[++i];
+        else if (strncmp(argv[i], "--bundle=", 9) == 0)
+            bundle = argv[i] + 9;
+        else if (strcmp(argv[i], "--spec") == 0 && i + 1 < argc)
+            file = argv[++i];
+        else if (strncmp(argv[i], "--spec=", 7) == 0)
+            file = argv[i] + 7;
+        else if (strcmp(argv[i], "--systemd-cgroup") == 0)
+            systemd = true;
+        else {
+            fprintf(stderr, "usage: resview env --bundle DIR | --spec FILE [--systemd-cgroup]\n");
+            return 2;
+        }
+    }
+    if (!!bundle == !!file) {
+        fprintf(stderr, "resview env: give exactly one of --bundle DIR or --spec FILE\n");
+        return 2;
+    }
+    if (bundle) {
+        r = rv_spec_load(&spec, bundle, &err);
+    } else {
+        cleanup_free char *text = NULL;
+        size_t len;
+        r = rv_read_file_at(AT_FDCWD, file, RV_SPEC_MAX, &text, &len, NULL, &err);
+        if (r == 0)
+            r = rv_spec_parse(&spec, text, len, &err);
+    }
+    if (r < 0) {
+        fprintf(stderr, "resview env: %s\n", err.msg);
+        return 1;
+    }
+    rv_host_defaults(&host);
+    r = rv_spec_request(spec.root, RV_ANN_ENV, "RESVIEW_ENV", &err);
+    if (r == -2 || !(env = rv_spec_env(spec.root, &err)) ||
+        rv_limits_compute(spec.root, &host, cfg->rounding, systemd, &lim, &err) < 0) {
+        fprintf(stderr, "resview env: %s\n", err.msg);
+        rv_spec_free(&spec);
+        return 1;
+    }
+    printf("cpus    = %u\t(%s)\n", lim.cpus, lim.cpus_why);
+    if (lim.has_mem)
+        printf("mem_mib = %llu\t(%s)\n", (unsigned long long)lim.mem_mib, lim.mem_why);
+    else
+        printf("mem_mib = none\t(%s)\n", lim.mem_why);
+    printf("gpus    = %u\t(%s)\n", lim.gpus, lim.gpus_why);
+    if (!cfg->env_enabled || r == 0)
+        printf("no variables: %s\n", r == 0 ? "the container opts out (resview.io/env or RESVIEW_ENV)"
+                                            : "env.enabled is false");
+    else {
+        rv_env_plan(cfg, &lim, env, &plan);
+        for (int i = 0; i < plan.n; i++) {
+            char kv[96];
+            const char *cur = rv_env_get(env, plan.items[i].name);
+            snprintf(kv, sizeof(kv), "%s=%s", plan.items[i].name,
+                     plan.items[i].status == RV_VAR_KEPT && cur ? cur : plan.items[i].value);
+            printf("%-28s %s\n", kv, rv_var_status_text(plan.items[i].status));
+        }
+    }
+    rv_spec_free(&spec);
+    return 0;
+}

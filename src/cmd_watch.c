@@ -1,0 +1,14 @@
+/* cmd_watch.c - `resview watch`. */
+#define _GNU_SOURCE
+#include "resview/cli.h"
+
+#include <stdio.h>
+
+int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
+{
+    (void)cfg;
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "resview watch: not available in this build yet\n");
+    return 1;
+}

@@ -1,0 +1,437 @@
+/* limits.c - cpus, mem_mib and gpus from the spec and the ancestor cgroups. */
+#define _GNU_SOURCE
+#include "resview/limits.h"
+#include "resview/spec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CPU_MAX 65536
+/* cgroup v1 reports "no limit" as a huge page-rounded value. */
+#define MEM_UNLIMITED (UINT64_C(1) << 62)
+
+void rv_host_defaults(struct rv_host *h)
+{
+    strcpy(h->cgroup_root, "/sys/fs/cgroup");
+    strcpy(h->self_cgroup, "/proc/self/cgroup");
+    strcpy(h->cpu_online, "/sys/devices/system/cpu/online");
+    strcpy(h->dev_dir, "/dev");
+}
+
+int rv_cpulist_count(const char *s)
+{
+    int count = 0;
+
+    while (*s == ' ' || *s == '\n')
+        s++;
+    if (!*s)
+        return -1;
+    while (*s) {
+        char *end;
+        unsigned long a, b;
+        if (*s < '0' || *s > '9')
+            return -1;
+        a = strtoul(s, &end, 10);
+        b = a;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                return -1;
+            b = strtoul(end + 1, &end, 10);
+        }
+        if (a > CPU_MAX || b > CPU_MAX || b < a)
+            return -1;
+        count += (int)(b - a + 1);
+        if (count > CPU_MAX)
+            return -1;
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s == '\n' || *s == ' ')
+            break;
+        else if (*s)
+            return -1;
+    }
+    return count;
+}
+
+/* "a-b-c.slice" -> "/a.slice/a-b.slice/a-b-c.slice"; "" or "-.slice" -> "". */
+static int expand_slice(const char *slice, char *out, size_t size)
+{
+    size_t len = strlen(slice), o = 0;
+
+    out[0] = '\0';
+    if (len == 0 || strcmp(slice, "-.slice") == 0)
+        return 0;
+    if (len < 6 || strcmp(slice + len - 6, ".slice") != 0 || strchr(slice, '/') ||
+        slice[0] == '-')
+        return -1;
+    for (size_t i = 0; i < len - 6; i++) {
+        if (slice[i] != '-')
+            continue;
+        if (slice[i + 1] == '-' || slice[i + 1] == '.')
+            return -1;
+        int n = snprintf(out + o, size - o, "/%.*s.slice", (int)i, slice);
+        if (n < 0 || (size_t)n >= size - o)
+            return -1;
+        o += (size_t)n;
+    }
+    int n = snprintf(out + o, size - o, "/%s", slice);
+    return (n < 0 || (size_t)n >= size - o) ? -1 : 0;
+}
+
+/* Our own cgroup path (v2 line "0::", else the cpu controller's line). */
+static void self_cgroup(const char *file, char *out, size_t size)
+{
+    char buf[8192], *line, *save = NULL;
+
+    out[0] = '\0';
+    if (rv_read_small(file, buf, sizeof(buf)) < 0)
+        return;
+    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1;
+        bool cpu = strcmp(ctrls, "cpu") == 0 || strncmp(ctrls, "cpu,", 4) == 0 ||
+                   strstr(ctrls, ",cpu,") || (strlen(ctrls) > 4 && strcmp(ctrls + strlen(ctrls) - 4, ",cpu") == 0);
+        if (cpu || (!out[0] && *ctrls == '\0'))
+            snprintf(out, size, "%s", strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1);
+        if (cpu)
+            return;
+    }
+}
+
+int rv_cgroup_path(const char *cp, bool systemd_hint, const char *self_file, char *out,
+                   size_t size, struct rv_error *err)
+{
+    const char *c1 = strchr(cp, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+    (void)systemd_hint; /* the form alone is unambiguous: slice:prefix:name */
+    if (c2 && !strchr(c2 + 1, ':') && cp[0] != '/') {
+        char slice[PATH_MAX], sp[PATH_MAX];
+        const char *prefix = c1 + 1, *name = c2 + 1;
+        size_t plen = (size_t)(c2 - prefix);
+
+        if (rv_snprintf(slice, sizeof(slice), "%.*s", (int)(c1 - cp), cp) < 0 ||
+            expand_slice(slice[0] ? slice : "system.slice", sp, sizeof(sp)) < 0)
+            return rv_fail(err, 0, "linux.cgroupsPath: invalid systemd slice in `%.200s`", cp);
+        if (strchr(name, '/') || strchr(prefix, '/') || !*name)
+            return rv_fail(err, 0, "linux.cgroupsPath: invalid systemd unit in `%.200s`", cp);
+        size_t nlen = strlen(name);
+        if (nlen > 6 && strcmp(name + nlen - 6, ".slice") == 0) {
+            char leaf[PATH_MAX];
+            if (expand_slice(name, leaf, sizeof(leaf)) < 0 ||
+                rv_snprintf(out, size, "%s", leaf) < 0)
+                return rv_fail(err, 0, "linux.cgroupsPath: invalid slice `%.200s`", name);
+            return 0;
+        }
+        if (rv_snprintf(out, size, "%s/%.*s%s%s.scope", sp, (int)plen, prefix, plen ? "-" : "", name) < 0)
+            return rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath");
+        return 0;
+    }
+    if (cp[0] == '/')
+        return rv_snprintf(out, size, "%s", cp) < 0 ? rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath") : 0;
+    {
+        char self[PATH_MAX];
+        self_cgroup(self_file, self, sizeof(self));
+        if (rv_snprintf(out, size, "%s%s%s", self, *cp ? "/" : "", cp) < 0)
+            return rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath");
+    }
+    return 0;
+}
+
+struct quota {
+    uint64_t q, p;        /* q/p CPUs; q == 0: none */
+    char where[400];
+};
+
+static void consider_quota(struct quota *best, uint64_t q, uint64_t p, const char *where)
+{
+    if (q == 0 || p == 0)
+        return;
+    if (best->q && (unsigned __int128)q * best->p >= (unsigned __int128)best->q * p)
+        return;
+    best->q = q;
+    best->p = p;
+    snprintf(best->where, sizeof(best->where), "%s", where);
+}
+
+static uint64_t rounded(uint64_t q, uint64_t p, enum rv_rounding r)
+{
+    switch (r) {
+    case RV_ROUND_FLOOR: return q / p;
+    case RV_ROUND_NEAREST: return (2 * q + p) / (2 * p);
+    default: return q / p + (q % p != 0);
+    }
+}
+
+static const char *rounding_word(enum rv_rounding r)
+{
+    return r == RV_ROUND_FLOOR ? "rounded down" : r == RV_ROUND_NEAREST ? "rounded to nearest" : "rounded up";
+}
+
+/* Controller directory for v1 (first existing of names), or the root for v2. */
+static bool controller_dir(const struct rv_host *h, bool v2, const char *const *names, char *out,
+                           size_t size)
+{
+    struct stat st;
+
+    if (v2)
+        return rv_snprintf(out, size, "%s", h->cgroup_root) >= 0;
+    for (; *names; names++)
+        if (rv_snprintf(out, size, "%s/%s", h->cgroup_root, *names) >= 0 && stat(out, &st) == 0 &&
+            S_ISDIR(st.st_mode))
+            return true;
+    return false;
+}
+
+static int read_at(const char *dir, const char *cg, size_t cglen, const char *file, char *buf,
+                   size_t size, char *path, size_t psize)
+{
+    if (rv_snprintf(path, psize, "%s%.*s/%s", dir, (int)cglen, cg, file) < 0)
+        return -1;
+    return rv_read_small(path, buf, size);
+}
+
+/* Ancestors of cg, from the root down, including cg itself: the prefix lengths. */
+static int ancestors(const char *cg, size_t *lens, int max)
+{
+    int n = 0;
+    size_t len = strlen(cg);
+
+    lens[n++] = 0;
+    for (size_t i = 1; i <= len && n < max; i++)
+        if (i == len || cg[i] == '/')
+            lens[n++] = i;
+    return n;
+}
+
+static int spec_u64(json_t *obj, const char *key, const char *where, uint64_t *out, bool *found,
+                    struct rv_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+
+    *found = false;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v))
+        return rv_fail(err, 0, "config.json: %s.%s: expected an integer", where, key);
+    *found = json_integer_value(v) > 0;
+    *out = *found ? (uint64_t)json_integer_value(v) : 0;
+    return 0;
+}
+
+static void gpus_from_spec(json_t *spec, const struct rv_host *h, struct rv_limits *out)
+{
+    json_t *env = rv_json_path(spec, "process.env");
+    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
+    json_t *devs = rv_json_path(spec, "linux.devices"), *d;
+    size_t i;
+
+    out->gpus = 0;
+    if (nvd) {
+        if (strcmp(nvd, "all") == 0) {
+            DIR *dir = opendir(h->dev_dir);
+            struct dirent *de;
+            while (dir && (de = readdir(dir)))
+                if (strncmp(de->d_name, "nvidia", 6) == 0 && de->d_name[6] &&
+                    strspn(de->d_name + 6, "0123456789") == strlen(de->d_name + 6))
+                    out->gpus++;
+            if (dir)
+                closedir(dir);
+            snprintf(out->gpus_why, sizeof(out->gpus_why),
+                     "NVIDIA_VISIBLE_DEVICES=all: %u nvidia device nodes in %s", out->gpus, h->dev_dir);
+        } else if (strcmp(nvd, "none") == 0 || strcmp(nvd, "void") == 0 || !*nvd) {
+            snprintf(out->gpus_why, sizeof(out->gpus_why), "NVIDIA_VISIBLE_DEVICES=%s", nvd);
+        } else {
+            for (const char *p = nvd; *p;) {
+                size_t n = strcspn(p, ",");
+                if (n > 0)
+                    out->gpus++;
+                p += n + (p[n] == ',');
+            }
+            snprintf(out->gpus_why, sizeof(out->gpus_why), "%u entries in NVIDIA_VISIBLE_DEVICES",
+                     out->gpus);
+        }
+        return;
+    }
+    json_array_foreach(devs, i, d) {
+        const char *path = json_string_value(json_object_get(d, "path"));
+        if (path && strncmp(path, "/dev/nvidia", 11) == 0 && path[11] &&
+            strspn(path + 11, "0123456789") == strlen(path + 11))
+            out->gpus++;
+    }
+    snprintf(out->gpus_why, sizeof(out->gpus_why), "%u NVIDIA device nodes in linux.devices",
+             out->gpus);
+}
+
+int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
+                      bool systemd_hint, struct rv_limits *out, struct rv_error *err)
+{
+    static const char *const cpu_names[] = { "cpu", "cpu,cpuacct", "cpuacct,cpu", NULL };
+    static const char *const mem_names[] = { "memory", NULL };
+    static const char *const cpuset_names[] = { "cpuset", NULL };
+    json_t *linux_ = json_object_get(spec, "linux");
+    json_t *res = linux_ ? json_object_get(linux_, "resources") : NULL;
+    json_t *cpu = res ? json_object_get(res, "cpu") : NULL;
+    json_t *mem = res ? json_object_get(res, "memory") : NULL;
+    json_t *jcp = linux_ ? json_object_get(linux_, "cgroupsPath") : NULL;
+    struct quota best = { 0 };
+    char cg[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64], buf[4096], online_str[256] = "";
+    size_t lens[128];
+    int online, nanc, cpuset = -1;
+    char cpuset_where[400] = "";
+    uint64_t mem_limit = 0;
+    bool found, v2;
+    struct stat st;
+
+    memset(out, 0, sizeof(*out));
+    if (res && !json_is_object(res))
+        return rv_fail(err, 0, "config.json: linux.resources: expected an object");
+    if (cpu && !json_is_object(cpu))
+        return rv_fail(err, 0, "config.json: linux.resources.cpu: expected an object");
+    if (mem && !json_is_object(mem))
+        return rv_fail(err, 0, "config.json: linux.resources.memory: expected an object");
+    if (jcp && !json_is_string(jcp))
+        return rv_fail(err, 0, "config.json: linux.cgroupsPath: expected a string");
+
+    /* host */
+    online = -1;
+    if (rv_read_small(h->cpu_online, online_str, sizeof(online_str)) == 0)
+        online = rv_cpulist_count(online_str);
+    if (online < 1) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        online = n > 0 ? (int)n : 1;
+        snprintf(online_str, sizeof(online_str), "%d", online);
+    }
+
+    /* spec */
+    if (cpu) {
+        uint64_t q = 0, p = 100000;
+        bool has_p;
+        if (spec_u64(cpu, "quota", "linux.resources.cpu", &q, &found, err) < 0 ||
+            spec_u64(cpu, "period", "linux.resources.cpu", &p, &has_p, err) < 0)
+            return -1;
+        if (!has_p)
+            p = 100000;
+        if (found)
+            consider_quota(&best, q, p, "linux.resources.cpu of the spec");
+        json_t *cpus = json_object_get(cpu, "cpus");
+        if (cpus && !json_is_string(cpus))
+            return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: expected a string");
+        if (cpus && json_string_length(cpus) > 0) {
+            cpuset = rv_cpulist_count(json_string_value(cpus));
+            if (cpuset < 1)
+                return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: invalid CPU list");
+            snprintf(cpuset_where, sizeof(cpuset_where), "cpuset %.64s of the spec",
+                     json_string_value(cpus));
+        }
+    }
+    if (mem) {
+        if (spec_u64(mem, "limit", "linux.resources.memory", &mem_limit, &found, err) < 0)
+            return -1;
+        if (found)
+            snprintf(out->mem_why, sizeof(out->mem_why), "memory limit %" PRIu64 " of the spec",
+                     mem_limit);
+    }
+
+    /* ancestor cgroups */
+    if (rv_cgroup_path(jcp ? json_string_value(jcp) : "", systemd_hint, h->self_cgroup, cg,
+                       sizeof(cg), err) < 0)
+        return -1;
+    if (strstr(cg, "/../") || (strlen(cg) >= 3 && strcmp(cg + strlen(cg) - 3, "/..") == 0))
+        return rv_fail(err, 0, "config.json: linux.cgroupsPath: `..` is not allowed");
+    nanc = ancestors(cg, lens, (int)(sizeof(lens) / sizeof(lens[0])));
+    if (rv_snprintf(path, sizeof(path), "%s/cgroup.controllers", h->cgroup_root) < 0)
+        return rv_fail(err, ENAMETOOLONG, "cgroup root");
+    v2 = stat(path, &st) == 0;
+
+    if (controller_dir(h, v2, cpu_names, dir, sizeof(dir)))
+        for (int i = 0; i < nanc; i++) {
+            uint64_t q, p;
+            if (v2) {
+                char *sp;
+                if (read_at(dir, cg, lens[i], "cpu.max", buf, sizeof(buf), path, sizeof(path)) < 0 ||
+                    !(sp = strchr(buf, ' ')))
+                    continue;
+                *sp = '\0';
+                if (rv_parse_u64(buf, &q) < 0 || rv_parse_u64(sp + 1, &p) < 0)
+                    continue;
+            } else {
+                char pb[64], ppath[PATH_MAX + 64];
+                int64_t sq;
+                if (read_at(dir, cg, lens[i], "cpu.cfs_quota_us", buf, sizeof(buf), path, sizeof(path)) < 0 ||
+                    rv_parse_i64(buf, &sq) < 0 || sq <= 0)
+                    continue;
+                q = (uint64_t)sq;
+                if (read_at(dir, cg, lens[i], "cpu.cfs_period_us", pb, sizeof(pb), ppath, sizeof(ppath)) < 0 ||
+                    rv_parse_u64(pb, &p) < 0)
+                    continue;
+            }
+            consider_quota(&best, q, p, path);
+        }
+
+    if (controller_dir(h, v2, cpuset_names, dir, sizeof(dir)))
+        for (int i = 0; i < nanc; i++) {
+            const char *files[] = { v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
+                                    v2 ? NULL : "cpuset.cpus", NULL };
+            for (int f = 0; files[f]; f++) {
+                if (read_at(dir, cg, lens[i], files[f], buf, sizeof(buf), path, sizeof(path)) < 0)
+                    continue;
+                int n = rv_cpulist_count(buf);
+                if (n >= 1 && (cpuset < 0 || n < cpuset)) {
+                    cpuset = n;
+                    snprintf(cpuset_where, sizeof(cpuset_where), "cpuset %.64s of %s", buf, path);
+                }
+                break;
+            }
+        }
+
+    if (controller_dir(h, v2, mem_names, dir, sizeof(dir)))
+        for (int i = 0; i < nanc; i++) {
+            uint64_t m;
+            if (read_at(dir, cg, lens[i], v2 ? "memory.max" : "memory.limit_in_bytes", buf,
+                        sizeof(buf), path, sizeof(path)) < 0 ||
+                rv_parse_u64(buf, &m) < 0 || m == 0 || m >= MEM_UNLIMITED)
+                continue;
+            if (mem_limit == 0 || m < mem_limit) {
+                mem_limit = m;
+                snprintf(out->mem_why, sizeof(out->mem_why), "memory limit %" PRIu64 " of %s", m, path);
+            }
+        }
+
+    /* combine */
+    uint64_t cpus = (uint64_t)online;
+    snprintf(out->cpus_why, sizeof(out->cpus_why), "host online CPUs %s", online_str);
+    if (cpuset > 0 && (uint64_t)cpuset < cpus) {
+        cpus = (uint64_t)cpuset;
+        snprintf(out->cpus_why, sizeof(out->cpus_why), "%s", cpuset_where);
+    }
+    if (best.q) {
+        uint64_t r = rounded(best.q, best.p, rounding);
+        if (r < 1)
+            r = 1;
+        if (r < cpus) {
+            cpus = r;
+            snprintf(out->cpus_why, sizeof(out->cpus_why), "CPU quota %" PRIu64 "/%" PRIu64
+                     " = %.2f of %s, %s", best.q, best.p, (double)best.q / (double)best.p,
+                     best.where, rounding_word(rounding));
+        }
+    }
+    out->cpus = cpus < 1 ? 1 : (unsigned)cpus;
+    if (mem_limit > 0) {
+        out->has_mem = true;
+        out->mem_mib = mem_limit >> 20;
+        if (out->mem_mib == 0)
+            out->mem_mib = 1;
+    } else {
+        snprintf(out->mem_why, sizeof(out->mem_why), "no memory limit in the spec or its ancestors");
+    }
+    gpus_from_spec(spec, h, out);
+    return 0;
+}

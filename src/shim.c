@@ -1,0 +1,100 @@
+/* shim.c - bundle edits at create, variables for exec sessions. */
+#define _GNU_SOURCE
+#include "resview/shim.h"
+#include "resview/edit.h"
+#include "resview/log.h"
+#include "resview/spec.h"
+#include "resview/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The variables exec sessions must see: those we injected now, and those an
+ * earlier resview in the same chain injected (same value, now "kept"). */
+static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
+{
+    json_t *pairs = json_array();
+    char kv[96];
+
+    for (int i = 0; pairs && i < plan->n; i++) {
+        const char *cur = rv_env_get(env, plan->items[i].name);
+        if (plan->items[i].status == RV_VAR_INJECT ||
+            (plan->items[i].status == RV_VAR_KEPT && cur && strcmp(cur, plan->items[i].value) == 0)) {
+            snprintf(kv, sizeof(kv), "%s=%s", plan->items[i].name, plan->items[i].value);
+            json_array_append_new(pairs, json_string(kv));
+        }
+    }
+    return pairs;
+}
+
+int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
+                   const struct rv_args *a, struct rv_error *err)
+{
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    struct rv_edit_result res;
+    struct rv_spec spec;
+    bool changed = false;
+    int r = -1;
+
+    if (rv_spec_load(&spec, a->bundle ? a->bundle : ".", err) < 0)
+        goto out;
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0) {
+        rv_wrap(err, "bundle `%s`", spec.bundle);
+        goto out;
+    }
+    if (rv_spec_save(&spec, &changed, err) < 0)
+        goto out;
+    if (res.env_on)
+        rv_log(RV_INFO, "create: cpus=%u (%s), mem_mib=%s%llu, gpus=%u%s", res.limits.cpus,
+               res.limits.cpus_why, res.limits.has_mem ? "" : "none/",
+               (unsigned long long)res.limits.mem_mib, res.limits.gpus,
+               changed ? "" : " (spec unchanged)");
+    if (res.env_on && a->id && rv_safe_name(a->id)) {
+        cleanup_json json_t *pairs = injected_pairs(&res.plan, rv_json_path(spec.root, "process.env"));
+        struct rv_error e2;
+        if (pairs && rv_state_write(cfg, a->id, "env", pairs, &e2) < 0)
+            rv_log(RV_WARN, "record variables for exec sessions: %s", e2.msg);
+    }
+    r = 0;
+out:
+    rv_spec_free(&spec);
+    return r;
+}
+
+int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err)
+{
+    cleanup_json json_t *pairs = NULL, *proc = NULL;
+    cleanup_free char *text = NULL, *out = NULL, *dup = NULL;
+    cleanup_close int dfd = -1;
+    struct stat st;
+    size_t len;
+    json_t *env;
+    char *dir, *base;
+
+    if (!a->process || !a->id)
+        return 0;
+    if (rv_state_read(cfg, a->id, "env", &pairs, err) < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!json_is_array(pairs))
+        return rv_fail(err, 0, "record of container variables: expected an array");
+    dup = strdup(a->process);
+    if (!dup)
+        return rv_fail(err, ENOMEM, "exec");
+    base = basename(dup);
+    dir = dirname(strdupa(a->process));
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return rv_fail(err, errno, "exec: open `%s`", dir);
+    if (rv_read_file_at(dfd, base, RV_SPEC_MAX, &text, &len, &st, err) < 0 ||
+        rv_json_parse(text, len, "process.json", &proc, err) < 0)
+        return rv_wrap(err, "exec");
+    if (!json_is_object(proc))
+        return rv_fail(err, 0, "exec: `%s`: expected a JSON object", a->process);
+    env = rv_json_array_at(proc, "env", "exec: process env", err);
+    if (!env || rv_env_add_missing(env, pairs, err) < 0 || rv_json_dump(proc, &out, &len, err) < 0)
+        return -1;
+    return rv_write_atomic_at(dfd, base, out, len, &st, err);
+}

@@ -1,0 +1,146 @@
+/* spec.c - load and atomically rewrite the bundle's config.json. */
+#define _GNU_SOURCE
+#include "resview/spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+static int check_root(struct rv_spec *spec, struct rv_error *err)
+{
+    json_t *p;
+
+    if (!json_is_object(spec->root))
+        return rv_fail(err, 0, "config.json: expected a JSON object");
+    p = json_object_get(spec->root, "process");
+    if (p && !json_is_object(p))
+        return rv_fail(err, 0, "config.json: process: expected an object");
+    p = json_object_get(spec->root, "linux");
+    if (p && !json_is_object(p))
+        return rv_fail(err, 0, "config.json: linux: expected an object");
+    p = json_object_get(spec->root, "annotations");
+    if (p && !json_is_object(p))
+        return rv_fail(err, 0, "config.json: annotations: expected an object");
+    return 0;
+}
+
+int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->dirfd = -1;
+    if (rv_json_parse(text, len, "config.json", &spec->root, err) < 0)
+        return -1;
+    return check_root(spec, err);
+}
+
+int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->dirfd = -1;
+    if (rv_snprintf(spec->bundle, sizeof(spec->bundle), "%s", bundle) < 0)
+        return rv_fail(err, ENAMETOOLONG, "bundle `%.64s…`", bundle);
+    spec->dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (spec->dirfd < 0)
+        return rv_fail(err, errno, "bundle `%s`", bundle);
+    if (rv_read_file_at(spec->dirfd, "config.json", RV_SPEC_MAX, &spec->text, &spec->len,
+                        &spec->st, err) < 0)
+        return rv_wrap(err, "bundle `%s`", bundle);
+    if (rv_json_parse(spec->text, spec->len, "config.json", &spec->root, err) < 0 ||
+        check_root(spec, err) < 0)
+        return rv_wrap(err, "bundle `%s`", bundle);
+    return 0;
+}
+
+int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err)
+{
+    cleanup_free char *out = NULL;
+    size_t len;
+
+    if (rv_json_dump(spec->root, &out, &len, err) < 0)
+        return -1;
+    *changed = !(spec->text && len == spec->len && memcmp(out, spec->text, len) == 0);
+    if (!*changed)
+        return 0;
+    if (spec->dirfd < 0)
+        return rv_fail(err, EBADF, "config.json: no bundle to write to");
+    {
+        /* O_PATH fds cannot create files in the directory: reopen it. */
+        cleanup_close int dfd = openat(spec->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return rv_fail(err, errno, "bundle `%s`", spec->bundle);
+        if (rv_write_atomic_at(dfd, "config.json", out, len, &spec->st, err) < 0)
+            return rv_wrap(err, "bundle `%s`", spec->bundle);
+    }
+    return 0;
+}
+
+void rv_spec_free(struct rv_spec *spec)
+{
+    json_decref(spec->root);
+    spec->root = NULL;
+    free(spec->text);
+    spec->text = NULL;
+    if (spec->dirfd >= 0)
+        close(spec->dirfd);
+    spec->dirfd = -1;
+}
+
+json_t *rv_spec_env(json_t *root, struct rv_error *err)
+{
+    json_t *proc = rv_json_object_at(root, "process", "config.json: process", err);
+    json_t *env, *e;
+    size_t i;
+
+    if (!proc)
+        return NULL;
+    env = rv_json_array_at(proc, "env", "config.json: process.env", err);
+    if (!env)
+        return NULL;
+    json_array_foreach(env, i, e)
+        if (!json_is_string(e)) {
+            rv_fail(err, 0, "config.json: process.env[%zu]: expected a string", i);
+            return NULL;
+        }
+    return env;
+}
+
+const char *rv_env_get(json_t *env, const char *name)
+{
+    size_t n = strlen(name), i;
+    json_t *e;
+
+    json_array_foreach(env, i, e) {
+        const char *s = json_string_value(e);
+        if (s && strncmp(s, name, n) == 0 && s[n] == '=')
+            return s + n + 1;
+    }
+    return NULL;
+}
+
+int rv_spec_request(json_t *root, const char *annotation, const char *envvar,
+                    struct rv_error *err)
+{
+    json_t *ann = rv_json_path(root, "annotations");
+    json_t *a = json_is_object(ann) ? json_object_get(ann, annotation) : NULL;
+    json_t *env = rv_json_path(root, "process.env");
+    const char *v;
+
+    if (a) {
+        v = json_string_value(a);
+        if (v && strcmp(v, "true") == 0)
+            return 1;
+        if (v && strcmp(v, "false") == 0)
+            return 0;
+        rv_fail(err, 0, "annotation %s: expected \"true\" or \"false\"", annotation);
+        return -2;
+    }
+    v = json_is_array(env) ? rv_env_get(env, envvar) : NULL;
+    if (!v)
+        return -1;
+    if (strcmp(v, "1") == 0)
+        return 1;
+    if (strcmp(v, "0") == 0)
+        return 0;
+    rv_fail(err, 0, "environment variable %s: expected 1 or 0", envvar);
+    return -2;
+}

@@ -1,0 +1,133 @@
+# common.sh - shared helpers for end-to-end tests (source it; bash, as root).
+#
+#   t_ok NAME CMD...        run CMD; "ok - NAME" or "not ok - NAME"
+#   t_eq NAME GOT WANT      compare strings
+#   t_contains NAME HAY NEEDLE
+#   rv_rootfs DIR           busybox-static rootfs (+ /proc /sys /dev /tmp)
+#   rv_bundle DIR [JQ]      bundle with rootfs and config.json from `runc spec`,
+#                           edited by the jq filter (non-interactive by default)
+#   rv_config FILE JSON     write a resview configuration (merged over test defaults)
+#   run_shim ROOT ID BUNDLE RUNTIME  run a container through resview-runtime,
+#                           next runtime runc or crun; prints the container's output
+#   lxcfs_start DIR / lxcfs_stop   a private LXCFS on DIR (-l --enable-cfs)
+# Everything lives under $T (a fresh temp dir removed at exit).
+set -u
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+RUNTIME=${RUNTIME_BIN:-$BUILD/resview-runtime}
+HOOK=${HOOK_BIN:-$BUILD/resview-hook}
+CLI=$BUILD/resview
+T=$(mktemp -d /tmp/resview-e2e.XXXXXX)
+CRUN_V1=$TOP/tests/lib/crun-v1
+T_N=0
+
+_t_cleanups=()
+t_cleanup() { _t_cleanups+=("$1"); }
+_t_exit() {
+    local i
+    for (( i=${#_t_cleanups[@]}-1; i>=0; i-- )); do eval "${_t_cleanups[$i]}" >/dev/null 2>&1 || true; done
+    # containers left behind by a failed test
+    for r in "$T"/runc-root "$T"/crun-root; do
+        [ -d "$r" ] || continue
+        for c in $(ls "$r" 2>/dev/null); do
+            case $r in *crun*) "$CRUN_V1" --root "$r" delete -f "$c" ;; *) runc --root "$r" delete -f "$c" ;; esac >/dev/null 2>&1
+        done
+    done
+    grep -F " $T/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap _t_exit EXIT
+
+t_ok() {
+    local name=$1; shift
+    T_N=$((T_N + 1))
+    if "$@" >"$T/.t_out" 2>&1; then echo "ok $T_N - $name"
+    else echo "not ok $T_N - $name"; sed 's/^/#   /' "$T/.t_out" | head -20; fi
+}
+t_eq() {
+    T_N=$((T_N + 1))
+    if [ "$2" == "$3" ]; then echo "ok $T_N - $1"
+    else echo "not ok $T_N - $1"; echo "#   got:  $(printf %q "$2")"; echo "#   want: $(printf %q "$3")"; fi
+}
+t_contains() {
+    T_N=$((T_N + 1))
+    if grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
+    else echo "not ok $T_N - $1"; echo "#   missing: $3"; echo "$2" | head -20 | sed 's/^/#   in: /'; fi
+}
+t_not_contains() {
+    T_N=$((T_N + 1))
+    if ! grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
+    else echo "not ok $T_N - $1"; echo "#   unexpected: $3"; fi
+}
+
+rv_rootfs() {
+    local d=$1
+    mkdir -p "$d"/{bin,proc,sys,dev,tmp,etc,root}
+    cp /bin/busybox "$d/bin/busybox"
+    for a in sh cat env nproc free grep true sleep ls mount umount uptime head wc sed awk stat mkdir echo test id readlink; do
+        ln -sf busybox "$d/bin/$a"
+    done
+    echo "root:x:0:0:root:/root:/bin/sh" >"$d/etc/passwd"
+    echo "root:x:0:" >"$d/etc/group"
+}
+
+rv_bundle() {
+    local b=$1 filter=${2:-.}
+    mkdir -p "$b"
+    [ -d "$b/rootfs" ] || rv_rootfs "$b/rootfs"
+    (cd "$b" && rm -f config.json && runc spec)
+    jq '.process.terminal = false | .process.args = ["/bin/sh", "-c", "env"] | .linux.cgroupsPath = "/resview-test/\(input_filename | split("/") | .[-2])"' "$b/config.json" \
+        | jq "$filter" >"$b/config.json.new"
+    mv "$b/config.json.new" "$b/config.json"
+}
+
+# Test configuration: private log, state dir, and the next runtimes.
+rv_config() {
+    local file=$1 extra=${2:-'{}'}
+    jq -n --arg log "$T/resview.log" --arg state "$T/state" --arg hook "$HOOK" \
+        --arg lx "${LXCFS_DIR:-/var/lib/lxcfs}" \
+        '{log: {file: $log, level: "debug"}, state_dir: $state, hook: {path: $hook},
+          lxcfs: {root: $lx}, runtimes: ["runc"]}' \
+        | jq --argjson x "$extra" '. * $x' >"$file"
+}
+
+# run_shim RUNTIME(runc|crun) ID BUNDLE [config]: create+start+wait via `run`,
+# output of the container on stdout, exit code of `run`.
+run_shim() {
+    local which=$1 id=$2 bundle=$3 cfg=${4:-$T/config.json}
+    local next=runc root=$T/runc-root
+    if [ "$which" = crun ]; then next=$CRUN_V1; root=$T/crun-root; fi
+    jq --arg n "$next" '.runtimes = [$n]' "$cfg" >"$cfg.$which" 
+    (cd "$bundle" && RESVIEW_CONFIG=$cfg.$which "$RUNTIME" --root "$root" run "$id")
+}
+
+# Plain runtime, no resview.
+run_plain() {
+    local which=$1 id=$2 bundle=$3
+    if [ "$which" = crun ]; then (cd "$bundle" && "$CRUN_V1" --root "$T/crun-root" run "$id")
+    else (cd "$bundle" && runc --root "$T/runc-root" run "$id"); fi
+}
+
+LXCFS_PID=""
+lxcfs_start() {
+    local dir=$1
+    mkdir -p "$dir"
+    lxcfs -f -l --enable-cfs -p "$T/lxcfs.pid" "$dir" >"$T/lxcfs.out" 2>&1 &
+    LXCFS_PID=$!
+    for _ in $(seq 1 100); do
+        [ -r "$dir/proc/meminfo" ] && head -c1 "$dir/proc/meminfo" >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    echo "lxcfs did not come up on $dir" >&2; cat "$T/lxcfs.out" >&2
+    return 1
+}
+lxcfs_stop() {
+    local dir=$1
+    [ -n "$LXCFS_PID" ] && kill "$LXCFS_PID" 2>/dev/null && wait "$LXCFS_PID" 2>/dev/null
+    umount -l "$dir" 2>/dev/null
+    LXCFS_PID=""
+    rm -f "$T/lxcfs.pid"
+}
+
+# A cgroup (v1 cpu or v2) for tests to place containers under; removed at exit.
+cg_v1() { echo "/sys/fs/cgroup/$1"; }

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Install the Debian packages that building and testing resview need, if missing.
+set -eu
+PKGS="gcc make pkg-config libjansson-dev libseccomp-dev libcap-dev libmount-dev
+      runc crun lxcfs busybox-static fuse3 bindfs jq valgrind util-linux procps"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "resview: missing packages:$missing (run as root, or install them)" >&2
+    exit 1
+fi
+echo "resview: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
