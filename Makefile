@@ -84,3 +84,6 @@ uninstall:
 
 clean:
 	rm -rf $(BUILD)
+
+# Targets contributed by test areas (fuzzing, sanitizers, ...).
+-include $(wildcard tests/*.mk)

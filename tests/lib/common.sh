@@ -20,6 +20,8 @@ CLI=$BUILD/resview
 T=$(mktemp -d /tmp/resview-e2e.XXXXXX)
 CRUN_V1=$TOP/tests/lib/crun-v1
 T_N=0
+# Containers go under this cgroup (unique per test run), removed at exit.
+CG_PARENT=/resview-test/$(basename "$T")
 
 _t_cleanups=()
 t_cleanup() { _t_cleanups+=("$1"); }
@@ -34,6 +36,10 @@ _t_exit() {
         done
     done
     grep -F " $T/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+    for c in /sys/fs/cgroup/*/resview-test /sys/fs/cgroup/resview-test; do
+        [ -d "$c/$(basename "$T")" ] || continue
+        find "$c/$(basename "$T")" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
     rm -rf "$T"
 }
 trap _t_exit EXIT
@@ -76,7 +82,7 @@ rv_bundle() {
     mkdir -p "$b"
     [ -d "$b/rootfs" ] || rv_rootfs "$b/rootfs"
     (cd "$b" && rm -f config.json && runc spec)
-    jq '.process.terminal = false | .process.args = ["/bin/sh", "-c", "env"] | .linux.cgroupsPath = "/resview-test/\(input_filename | split("/") | .[-2])"' "$b/config.json" \
+    jq '.process.terminal = false | .process.args = ["/bin/sh", "-c", "env"] | .linux.cgroupsPath = $cg' --arg cg "$CG_PARENT/$(basename "$b")" "$b/config.json" \
         | jq "$filter" >"$b/config.json.new"
     mv "$b/config.json.new" "$b/config.json"
 }

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Install the Debian packages that building and testing resview need, if missing.
+# Install the Debian packages that building and testing resview need, if
+# missing. Lists: tests/deps.d/*.txt (one or more names per line, # comments).
 set -eu
-PKGS="gcc make pkg-config libjansson-dev libseccomp-dev libcap-dev libmount-dev
-      runc crun lxcfs busybox-static fuse3 bindfs jq valgrind util-linux procps"
+cd "$(dirname "$0")/../.."
+PKGS=$(sed 's/#.*//' tests/deps.d/*.txt)
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
