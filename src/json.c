@@ -1,10 +1,11 @@
 /* json.c - jansson with exact big integers.
  *
  * jansson stores integers as int64 and refuses larger literals, but OCI specs
- * carry uint64 fields (rlimits, "unlimited" = 18446744073709551615). Before
- * parsing, such literals are wrapped into a string marked with a leading NUL
- * byte (which no JSON text can produce without JSON_ALLOW_NUL); after dumping,
- * the marked strings are unwrapped back into the literal digits. */
+ * carry uint64 fields (rlimits, "unlimited" = 18446744073709551615); and it
+ * would print reals in another form than they came. Before parsing, such
+ * literals (big integers, every real) are wrapped into a string marked with a
+ * leading NUL character, which rv_json_parse refuses in input strings; after
+ * dumping, the marked strings are unwrapped back into the literal text. */
 #define _GNU_SOURCE
 #include "resview/json.h"
 
@@ -29,6 +30,39 @@ static bool is_big_integer(const char *p, size_t n)
     if (n > 19)
         return true;
     return memcmp(p, lim, 19) > 0;
+}
+
+/* Whether p[0..n) is a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool is_json_number(const char *p, size_t n, bool *integer)
+{
+    size_t i = 0, d;
+
+    if (i < n && p[i] == '-')
+        i++;
+    if (i < n && p[i] == '0')
+        i++;
+    else if (i < n && p[i] >= '1' && p[i] <= '9')
+        while (i < n && p[i] >= '0' && p[i] <= '9')
+            i++;
+    else
+        return false;
+    *integer = i == n;
+    if (i < n && p[i] == '.') {
+        for (d = ++i; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+            ;
+        if (i == d)
+            return false;
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        for (d = i; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+            ;
+        if (i == d)
+            return false;
+    }
+    return i == n;
 }
 
 /* Copy text, wrapping out-of-range integer literals. Returns NULL on ENOMEM,
@@ -57,14 +91,17 @@ static char *wrap_big_integers(const char *text, size_t len, size_t *outlen, boo
             } else if (c == '"') {
                 in_str = true;
             } else if (c == '-' || (c >= '0' && c <= '9')) {
-                size_t j = i + 1, k;
+                size_t j = i + 1;
+                bool integer;
                 while (j < len && ((text[j] >= '0' && text[j] <= '9') || text[j] == '-' ||
                                    text[j] == '+' || text[j] == '.' || text[j] == 'e' ||
                                    text[j] == 'E'))
                     j++;
-                for (k = i; k < j && text[k] != '.' && text[k] != 'e' && text[k] != 'E'; k++)
-                    ;
-                if (k == j && is_big_integer(text + i, j - i) && j - i < 64) {
+                /* Reals are kept as their exact text too: a double round trip
+                 * would rewrite 0.1 as 0.10000000000000001. Anything that is
+                 * not a valid number is left for jansson to reject. */
+                if (j - i < 64 && is_json_number(text + i, j - i, &integer) &&
+                    (!integer || is_big_integer(text + i, j - i))) {
                     found = true;
                     if (out) {
                         memcpy(out + o, "\"" BIG_MARK, sizeof(BIG_MARK));
@@ -141,9 +178,8 @@ int rv_json_dump(const json_t *root, char **out, size_t *len, struct rv_error *e
     for (r = w = s; *r;) {
         if (strncmp(r, mark, sizeof(mark) - 1) == 0) {
             const char *d = r + sizeof(mark) - 1, *e = d;
-            if (*e == '-')
-                e++;
-            while (*e >= '0' && *e <= '9')
+            while ((*e >= '0' && *e <= '9') || *e == '-' || *e == '+' || *e == '.' || *e == 'e' ||
+                   *e == 'E')
                 e++;
             if (*e == '"' && e > d) {
                 memmove(w, d, (size_t)(e - d));

@@ -36,10 +36,15 @@ int main(int argc, char *argv[])
         }
         rv_log(RV_WARN, "%s; passing `%s` through with default runtimes", err.msg,
                a.sub ? a.sub : "");
-    } else if (a.sub && rv_args_edits_bundle(&a)) {
+    } else if (rv_args_edits_bundle(&a)) {
         rv_log_config_warnings(&cfg);
     }
 
+    /* Find the next runtime first: no bundle is edited for nothing. */
+    if (rv_chain_next(&cfg, next, sizeof(next), &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
     if (rv_args_edits_bundle(&a)) {
         rv_host_defaults(&host);
         if (rv_shim_create(&cfg, &host, &a, &err) < 0) {
@@ -51,7 +56,7 @@ int main(int argc, char *argv[])
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
     }
 
-    if (rv_chain_next(&cfg, next, sizeof(next), &err) < 0 || rv_chain_mark(next, &err) < 0) {
+    if (rv_chain_mark(next, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }

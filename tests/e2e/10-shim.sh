@@ -1,0 +1,100 @@
+#!/bin/bash
+# resview-runtime end to end with real runc and crun: variables seen inside
+# the container, the never-override rule, ancestor cgroups, chaining and
+# pass-through subcommands.
+source "$(dirname "$0")/../lib/common.sh"
+
+rv_config "$T/config.json"
+Q15='.linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
+
+for rt in runc crun; do
+    rv_bundle "$T/b-$rt" "$Q15"
+    out=$(run_shim $rt "q15-$rt" "$T/b-$rt")
+    for kv in GOMAXPROCS=2 OMP_NUM_THREADS=2 SLURM_CPUS_ON_NODE=2 SLURM_CPUS_PER_TASK=2 SLURM_MEM_PER_NODE=512; do
+        t_contains "$rt: 1.5 CPUs / 512 MiB container sees $kv" "$out" "$kv"
+    done
+    t_not_contains "$rt: no GPU variables without GPUs" "$out" "SLURM_GPUS"
+    t_not_contains "$rt: no Slurm detection variables" "$out" "SLURM_JOB_ID"
+done
+
+# the container's own choice wins
+rv_bundle "$T/b-own" "$Q15 | .process.env += [\"GOMAXPROCS=7\"]"
+out=$(run_shim runc own "$T/b-own")
+t_contains "GOMAXPROCS=7 set by the container is kept" "$out" "GOMAXPROCS=7"
+t_eq "GOMAXPROCS appears once" "$(grep -c '^GOMAXPROCS=' <<<"$out")" 1
+t_contains "other variables still injected" "$out" "OMP_NUM_THREADS=2"
+
+# a parent cgroup limited to 1 CPU (a Kubernetes pod, a Slurm job) limits a
+# container that has no quota of its own (cgroup v1 refuses a child quota above
+# its parent's); its 256 MiB beats the container's own 512 MiB
+for c in cpu memory; do mkdir -p "/sys/fs/cgroup/$c$CG_PARENT/pod1"; done
+echo 100000 >"/sys/fs/cgroup/cpu$CG_PARENT/pod1/cpu.cfs_period_us"
+echo 100000 >"/sys/fs/cgroup/cpu$CG_PARENT/pod1/cpu.cfs_quota_us"
+echo $((256 << 20)) >"/sys/fs/cgroup/memory$CG_PARENT/pod1/memory.limit_in_bytes"
+for rt in runc crun; do
+    rv_bundle "$T/b-pod-$rt" ".linux.resources.memory = {\"limit\": 536870912} | .linux.cgroupsPath = \"$CG_PARENT/pod1/c-$rt\""
+    out=$(run_shim $rt "pod-$rt" "$T/b-pod-$rt")
+    t_contains "$rt: under a 1-CPU parent cgroup the container sees GOMAXPROCS=1" "$out" "GOMAXPROCS=1"
+    t_contains "$rt: parent's 256 MiB beats the container's 512" "$out" "SLURM_MEM_PER_NODE=256"
+done
+why=$("$CLI" env --bundle "$T/b-pod-runc")
+t_contains "resview env names the ancestor that won" "$why" "$CG_PARENT/pod1/cpu.cfs_quota_us"
+
+# a real Slurm job: no SLURM_* added
+rv_bundle "$T/b-slurm" "$Q15 | .process.env += [\"SLURM_JOB_ID=77\"]"
+out=$(run_shim runc slurm "$T/b-slurm")
+t_eq "inside a real Slurm job only the job's own SLURM_* are present" "$(grep '^SLURM_' <<<"$out")" "SLURM_JOB_ID=77"
+t_contains "GOMAXPROCS still injected inside a Slurm job" "$out" "GOMAXPROCS=2"
+
+# opt-out
+rv_bundle "$T/b-optout" "$Q15 | .annotations = {\"resview.io/env\": \"false\"}"
+out=$(run_shim runc optout "$T/b-optout")
+t_not_contains "resview.io/env=false: no variables" "$out" "GOMAXPROCS"
+
+# the next runtime receives the original arguments unchanged
+cat >"$T/recorder" <<EOS
+#!/bin/sh
+printf '%s\n' "\$@" >"$T/argv.\$\$"
+exec runc "\$@"
+EOS
+chmod +x "$T/recorder"
+rv_bundle "$T/b-rec" "$Q15"
+jq --arg r "$T/recorder" '.runtimes = [$r]' "$T/config.json" >"$T/config-rec.json"
+args=(--root "$T/runc-root" --log "$T/runc.log" --log-format json run --bundle "$T/b-rec" --no-new-keyring rec1)
+RESVIEW_CONFIG=$T/config-rec.json "$RUNTIME" "${args[@]}" >"$T/rec.out" 2>&1
+t_eq "chained runtime gets argv unchanged" "$(cat "$T"/argv.*)" "$(printf '%s\n' "${args[@]}")"
+t_contains "and the container ran with the variables" "$(cat "$T/rec.out")" "GOMAXPROCS=2"
+
+# never itself, and no loop between two runtimes that name each other
+cp "$RUNTIME" "$T/other-shim"
+jq --arg a "$T/other-shim" --arg self "$RUNTIME" '.runtimes = [$self, $a, "runc"]' "$T/config.json" >"$T/loop-a.json"
+jq --arg b "$RUNTIME" '.runtimes = [$b, "runc"]' "$T/config.json" >"$T/loop-b.json"
+# other-shim reads loop-b through RESVIEW_CONFIG? Both read the same variable:
+# give both the union: [self, other, runc] — each skips itself and what it visited.
+rv_bundle "$T/b-loop" "$Q15"
+out=$(cd "$T/b-loop" && RESVIEW_CONFIG=$T/loop-a.json timeout 20 "$RUNTIME" --root "$T/runc-root" run loop1 2>&1); rc=$?
+t_eq "two shims naming each other: no loop, container runs" "$rc" 0
+t_contains "looped chain still delivers the variables" "$out" "GOMAXPROCS=2"
+t_eq "variables added once" "$(grep -c '^GOMAXPROCS=' <<<"$out")" 1
+t_eq "hook added once" "$(jq '[.hooks[][] | select(.path | endswith("resview-hook"))] | length' "$T/b-loop/config.json")" 1
+
+# create/start/state/exec/delete pass through
+rv_bundle "$T/b-life" "$Q15 | .process.args = [\"/bin/sleep\", \"30\"]"
+(cd "$T/b-life" && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" create life1) </dev/null >/dev/null 2>&1
+t_ok "create through the shim" test -f "$T/runc-root/life1/state.json"
+t_ok "start through the shim" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" start life1
+echo '{' >"$T/bad.json"  # a broken bundle in the cwd must not matter for state
+st=$(cd "$T" && cp bad.json config.json && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" state life1)
+t_eq "state passes through without reading a bundle" "$(jq -r .status <<<"$st")" running
+jq -n '{terminal: false, args: ["/bin/sh", "-c", "env"], cwd: "/", env: ["PATH=/bin", "GOMAXPROCS=9"], user: {uid: 0, gid: 0}}' >"$T/proc.json"
+jq -n '{terminal: false, args: ["/bin/sh", "-c", "env"], cwd: "/", env: ["PATH=/bin"], user: {uid: 0, gid: 0}}' >"$T/proc2.json"
+ex=$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" exec --process "$T/proc2.json" life1)
+t_contains "exec session sees the injected variables" "$ex" "OMP_NUM_THREADS=2"
+t_contains "exec session sees SLURM_MEM_PER_NODE" "$ex" "SLURM_MEM_PER_NODE=512"
+ex=$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" exec --process "$T/proc.json" life1)
+t_contains "exec session's own GOMAXPROCS=9 is kept" "$ex" "GOMAXPROCS=9"
+t_ok "kill passes through" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" kill life1 KILL
+sleep 0.2
+t_ok "delete passes through" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" delete -f life1
+t_ok "container is gone" test ! -e "$T/runc-root/life1"
+t_contains "features passes through" "$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" features 2>&1)" "ociVersion"

@@ -1,0 +1,145 @@
+/* Spec edits: variables, their rules, the hook entry, idempotence, requests,
+ * lossless JSON, and the configuration parser. */
+#define _GNU_SOURCE
+#include "resview/edit.h"
+#include "resview/spec.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static struct rv_host host;
+static struct rv_config cfg;
+
+/* Edit text; return the dumped result (static buffer) or NULL on error. */
+static char *edit(const char *text, struct rv_error *err)
+{
+    static char *out;
+    struct rv_spec spec;
+    struct rv_edit_ctx ctx = { &cfg, &host, false };
+    struct rv_edit_result res;
+    size_t len;
+
+    free(out);
+    out = NULL;
+    if (rv_spec_parse(&spec, text, strlen(text), err) < 0)
+        return NULL;
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 || rv_json_dump(spec.root, &out, &len, err) < 0) {
+        rv_spec_free(&spec);
+        return NULL;
+    }
+    rv_spec_free(&spec);
+    return out;
+}
+
+static bool has(const char *s, const char *needle) { return s && strstr(s, needle); }
+
+static int count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = s; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+int main(void)
+{
+    struct rv_error err;
+    char *out, *again;
+
+    rv_host_defaults(&host);
+    strcpy(host.cgroup_root, "/nonexistent");
+    strcpy(host.cpu_online, "/nonexistent");
+    rv_config_defaults(&cfg);
+    strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
+
+    const char *base = "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"sh\"],\"env\":[\"PATH=/bin\"]},"
+                       "\"linux\":{\"resources\":{\"cpu\":{\"quota\":150000,\"period\":100000},"
+                       "\"memory\":{\"limit\":536870912}}},\"x-unknown\":{\"keep\":[1,2.5,\"me\"]}}";
+    out = edit(base, &err);
+    ok(out != NULL, "edit a plain spec");
+    ok(has(out, "\"GOMAXPROCS=2\"") && has(out, "\"OMP_NUM_THREADS=2\"") &&
+       has(out, "\"SLURM_CPUS_ON_NODE=2\"") && has(out, "\"SLURM_CPUS_PER_TASK=2\"") &&
+       has(out, "\"SLURM_MEM_PER_NODE=512\""), "default variables injected");
+    ok(!has(out, "SLURM_GPUS") && !has(out, "MKL_NUM_THREADS") && !has(out, "PYTHON_CPU_COUNT"),
+       "no GPU variables without GPUs, off-by-default variables stay off");
+    ok(has(out, "\"x-unknown\":{\"keep\":[1,2.5,\"me\"]}"), "unknown fields kept");
+    ok(has(out, "\"prestart\":[{\"path\":\"/usr/local/bin/resview-hook\""), "hook added");
+    again = strdup(out);
+    out = edit(again, &err);
+    ok_str(out, again, "second edit changes nothing (idempotent)");
+    free(again);
+
+    /* never override, SLURM_JOB_ID, opt-outs */
+    out = edit("{\"process\":{\"env\":[\"GOMAXPROCS=7\"]},\"linux\":{\"resources\":{\"cpu\":{\"quota\":150000}}}}", &err);
+    ok(has(out, "GOMAXPROCS=7") && count(out, "GOMAXPROCS=") == 1, "GOMAXPROCS=7 is kept");
+    ok(has(out, "OMP_NUM_THREADS=2"), "others still injected");
+    out = edit("{\"process\":{\"env\":[\"SLURM_JOB_ID=42\"]}}", &err);
+    ok(count(out, "SLURM_") == 1 && has(out, "GOMAXPROCS="), "real Slurm job: no SLURM_* added, GOMAXPROCS still");
+    out = edit("{\"annotations\":{\"resview.io/env\":\"false\"},\"process\":{\"env\":[]}}", &err);
+    ok(out && !has(out, "GOMAXPROCS") && has(out, "resview-hook"), "env opt-out by annotation");
+    out = edit("{\"process\":{\"env\":[\"RESVIEW_ENV=0\"]}}", &err);
+    ok(out && !has(out, "GOMAXPROCS"), "env opt-out by variable");
+    out = edit("{\"annotations\":{\"resview.io/lxcfs\":\"false\"}}", &err);
+    ok(out && !has(out, "resview-hook") && has(out, "GOMAXPROCS"), "lxcfs opt-out: no hook");
+    out = edit("{\"annotations\":{\"resview.io/env\":\"no\"}}", &err);
+    ok(out == NULL && has(err.msg, "resview.io/env") && has(err.msg, "\"true\" or \"false\""),
+       "invalid annotation value is an error: %s", err.msg);
+    out = edit("{\"process\":{\"env\":[\"RESVIEW_LXCFS=yes\"]}}", &err);
+    ok(out == NULL && has(err.msg, "RESVIEW_LXCFS"), "invalid env request is an error");
+    out = edit("{\"annotations\":{\"resview.io/fuse\":\"true\"}}", &err);
+    cfg.fuse_allowed = false;
+    out = edit("{\"annotations\":{\"resview.io/fuse\":\"true\"}}", &err);
+    ok(out == NULL && has(err.msg, "fuse.allowed"), "FUSE refused when not allowed: %s", err.msg);
+    cfg.fuse_allowed = true;
+
+    /* hook entry present already (hooks.d, an earlier shim): not added twice */
+    out = edit("{\"hooks\":{\"createRuntime\":[{\"path\":\"/opt/x/resview-hook\"}]}}", &err);
+    ok(count(out, "resview-hook") == 1, "existing resview-hook in another stage is respected");
+    out = edit("{\"hooks\":{\"prestart\":[{\"path\":\"/usr/bin/nvidia-container-runtime-hook\",\"args\":[\"x\",\"prestart\"]}]}}", &err);
+    ok(has(out, "nvidia-container-runtime-hook") && count(out, "\"path\":\"/usr/local/bin/resview-hook\"") == 1, "other hooks kept, ours appended");
+    strcpy(cfg.hook_stage, "createRuntime");
+    out = edit("{}", &err);
+    ok(has(out, "\"createRuntime\":[{\"path\":\"/usr/local/bin/resview-hook\""), "hook.stage createRuntime");
+    strcpy(cfg.hook_stage, "prestart");
+
+    /* wrong types */
+    ok(edit("[]", &err) == NULL && has(err.msg, "object"), "top level array refused");
+    ok(edit("{\"process\":{\"env\":\"PATH=/bin\"}}", &err) == NULL && has(err.msg, "process.env"), "env as a string refused: %s", err.msg);
+    ok(edit("{\"process\":{\"env\":[1]}}", &err) == NULL, "env with a number refused");
+    ok(edit("{\"hooks\":{\"prestart\":{}}}", &err) == NULL && has(err.msg, "hooks.prestart"), "hooks.prestart as an object refused");
+    ok(edit("{\"process\":[]}", &err) == NULL, "process as an array refused");
+    ok(edit("{\"a\":1,\"a\":2}", &err) == NULL && has(err.msg, "duplicate"), "duplicate keys refused");
+    ok(edit("{\"process\":{\"env\":[\"A=\\u0000\"]}}", &err) == NULL && has(err.msg, "NUL"), "NUL in a string refused");
+    ok(edit("{\"x\":", &err) == NULL && has(err.msg, "line 1"), "truncated JSON: %s", err.msg);
+
+    /* big integers survive exactly */
+    out = edit("{\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":18446744073709551615,\"soft\":-9223372036854775809}]},"
+               "\"n\":[9223372036854775807,-9223372036854775808,1e400,0.1],\"s\":\"18446744073709551615\"}", &err);
+    ok(has(out, "\"hard\":18446744073709551615") && has(out, "\"soft\":-9223372036854775809"), "uint64 rlimits kept exactly");
+    ok(has(out, "[9223372036854775807,-9223372036854775808,1e400,0.1]") && has(out, "\"s\":\"18446744073709551615\""),
+       "int64 bounds stay integers, reals keep their text, strings stay strings");
+
+    /* variables from the configuration */
+    {
+        const char *conf = "{\"env\":{\"rounding\":\"floor\",\"vars\":{\"MKL_NUM_THREADS\":true,\"GOMAXPROCS\":false,"
+                           "\"MY_MEM\":\"mem_mib\",\"SLURM_JOB_ID\":\"cpus\",\"bad name\":true}},\"bogus\":1,"
+                           "\"log\":{\"level\":\"loud\"},\"runtimes\":[\"crun\",5]}";
+        struct rv_config c2;
+        rv_config_defaults(&c2);
+        ok(rv_config_parse(&c2, conf, strlen(conf), &err) == 0, "configuration with problems still loads");
+        ok(c2.n_warnings == 5, "5 warnings (got %d)", c2.n_warnings);
+        ok(c2.rounding == RV_ROUND_FLOOR && c2.n_runtimes == 1 && strcmp(c2.runtimes[0], "crun") == 0 &&
+           c2.log_level == RV_INFO, "good keys applied, bad ones keep defaults");
+        struct rv_config saved = cfg;
+        cfg = c2;
+        strcpy(cfg.hook_path, "/h/resview-hook");
+        out = edit(base, &err);
+        ok(has(out, "MKL_NUM_THREADS=1") && !has(out, "GOMAXPROCS") && has(out, "MY_MEM=512") &&
+           !has(out, "SLURM_JOB_ID"), "enabled, disabled, custom and forbidden variables");
+        cfg = saved;
+        ok(rv_config_parse(&c2, "[1]", 3, &err) < 0, "non-object configuration is an error");
+        ok(rv_config_parse(&c2, "{", 1, &err) < 0, "malformed configuration is an error");
+    }
+    free(out);
+    return unit_done();
+}
