@@ -315,6 +315,9 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                 else if (strcmp(k2, "apparmor_profile") == 0)
                     get_string(cfg, v2, "fuse.apparmor_profile", cfg->apparmor_profile,
                                sizeof(cfg->apparmor_profile));
+                else if (strcmp(k2, "seccomp_profile") == 0)
+                    get_string(cfg, v2, "fuse.seccomp_profile", cfg->seccomp_profile,
+                               sizeof(cfg->seccomp_profile));
                 else
                     warn(cfg, "fuse.%s: unknown key", k2);
             }

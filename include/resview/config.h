@@ -39,6 +39,7 @@ struct rv_config {
     int n_vars;
     bool fuse_allowed;
     char apparmor_profile[128];
+    char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];
     int n_warnings;

@@ -1,0 +1,56 @@
+/* seccomp.h - the seccomp part of the FUSE grant (DESIGN.md section 4):
+ * additions to an engine's OCI seccomp profile, the project's default profile,
+ * and a check of syscall names against libseccomp (used by `resview doctor`). */
+#ifndef RESVIEW_SECCOMP_H
+#define RESVIEW_SECCOMP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "resview/config.h"
+#include "resview/json.h"
+
+/* mount(2) flags a FUSE container may never pass: binds, moves, remounts and
+ * propagation changes. MS_REMOUNT|MS_BIND|MS_MOVE|MS_SHARED|MS_PRIVATE|
+ * MS_SLAVE|MS_UNBINDABLE. */
+#define RV_MOUNT_FORBIDDEN_FLAGS 0x1E3020ull
+#define RV_ENOSYS 38
+
+/* Where the default profile is installed, relative to the directory of the
+ * running binary, and the absolute fallbacks (first readable one wins). */
+#define RV_SECCOMP_REL_PATH "../share/resview/seccomp.json"
+#define RV_SECCOMP_PATHS { "/usr/local/share/resview/seccomp.json", \
+                           "/usr/share/resview/seccomp.json" }
+
+/* Names of the syscalls the FUSE additions are about: mount, umount2 and the
+ * new mount API. NULL-terminated. */
+extern const char *const rv_seccomp_fuse_names[];
+
+/* The default profile's path: cfg->seccomp_profile if set, else the first of
+ * <exe dir>/RV_SECCOMP_REL_PATH and RV_SECCOMP_PATHS that exists. */
+int rv_seccomp_default_path(const struct rv_config *cfg, char *buf, size_t size,
+                            struct rv_error *err);
+/* Load and validate a profile file (an OCI linux.seccomp object). */
+int rv_seccomp_load(const char *path, json_t **out, struct rv_error *err);
+
+/* Edit an OCI linux.seccomp object in place: the engine's rules for mount,
+ * umount2 and the new mount API are replaced by the FUSE rules; every other
+ * rule, the default action, architectures, flags and listener are kept.
+ * Idempotent. Fails (without a usable result) on a malformed profile or on
+ * docker-format conditions on CAP_SYS_ADMIN that runc would ignore. */
+int rv_seccomp_add_fuse(json_t *seccomp, struct rv_error *err);
+
+/* Names not known to libseccomp for an architecture of the profile (the
+ * native one, and each of its "architectures"): fn(ud, arch, name) once per
+ * pair. With with_fuse also the names of the FUSE additions. *unknown gets
+ * the count. Fails on an unknown architecture or a malformed profile. */
+typedef void (*rv_seccomp_unknown_fn)(void *ud, const char *arch, const char *name);
+int rv_seccomp_unknown_names(const json_t *seccomp, bool with_fuse, rv_seccomp_unknown_fn fn,
+                             void *ud, size_t *unknown, struct rv_error *err);
+
+/* For `resview doctor`: load the default profile (as the runtime would find
+ * it) and report its unknown names and those of the FUSE additions on out,
+ * one line each ("seccomp: <arch>: unknown syscall <name> in <path>"). Returns
+ * 0 when everything is known, 1 when something is unknown, -1 on error. */
+int rv_seccomp_doctor(const struct rv_config *cfg, FILE *out, struct rv_error *err);
+
+#endif
