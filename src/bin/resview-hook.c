@@ -1,9 +1,8 @@
-/* resview-hook - OCI hook: LXCFS views inside the container. */
+/* resview-hook - OCI hook: LXCFS views inside the container (see hook.h). */
 #define _GNU_SOURCE
-#include "resview/log.h"
+#include "resview/hook.h"
 
-int main(void)
+int main(int argc, char *argv[])
 {
-    /* LXCFS views come with the hook issue; until then the hook is a no-op. */
-    return 0;
+    return rv_hook_main(argc, argv);
 }

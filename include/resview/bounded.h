@@ -1,0 +1,23 @@
+/* bounded.h - run a function with a deadline, for work that may block forever
+ * on a dead or hung FUSE file system (LXCFS).
+ *
+ * The function runs in a child that shares our memory and file table but has
+ * its own root, working directory and mount namespace (clone without CLONE_FS):
+ * it can setns() into a container without touching the caller, it writes its
+ * results straight into caller memory, and when the deadline passes it is
+ * killed (FUSE waits are killable). The caller is blocked while the child
+ * runs, so the two never touch memory (or errno) at the same time. The child
+ * must not log, allocate with the caller's allocator state in flux, or exit
+ * the process: it returns an int that becomes its exit status. */
+#ifndef RESVIEW_BOUNDED_H
+#define RESVIEW_BOUNDED_H
+
+#include "resview/util.h"
+
+/* Returns 0 and *status = fn's return value (0..255), or -1 with err filled:
+ * errnum ETIMEDOUT when the deadline passed (the child has been killed and
+ * reaped), or the errno of a failed clone/wait. */
+int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
+                   struct rv_error *err);
+
+#endif

@@ -1,0 +1,36 @@
+/* hook.h - resview-hook: the OCI hook (prestart or createRuntime) that puts
+ * the LXCFS views into a starting container, and records what it did in
+ * <state_dir>/containers/<id>/views. */
+#ifndef RESVIEW_HOOK_H
+#define RESVIEW_HOOK_H
+
+#include <limits.h>
+#include <sys/types.h>
+#include "resview/config.h"
+#include "resview/inject.h"
+#include "resview/json.h"
+
+#define RV_HOOK_STATE_MAX (1u << 20)   /* a state JSON larger than 1 MiB is refused */
+#define RV_HOOK_TIMEOUT_MS 3000        /* the whole LXCFS part of one hook run */
+#define RV_VIEWS_FILE "views"
+
+/* The OCI state the runtime writes on the hook's stdin. */
+struct rv_hook_state {
+    char id[256];
+    pid_t pid;
+    char bundle[PATH_MAX];
+};
+
+int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
+                        struct rv_error *err);
+/* Host path of the rootfs: root.path, absolute or relative to the bundle. */
+int rv_hook_rootfs(json_t *spec, const char *bundle, char *out, size_t size,
+                   struct rv_error *err);
+
+/* The "views" record. status: "ok", "partial", "lxcfs-down", "failed". */
+json_t *rv_views_record(const struct rv_inject *req, const char *status, const char *why);
+
+/* main() of resview-hook; returns the exit code. */
+int rv_hook_main(int argc, char **argv);
+
+#endif

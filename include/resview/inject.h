@@ -1,0 +1,75 @@
+/* inject.h - put LXCFS files over targets inside a running container's mount
+ * namespace, and take stale ones off. Shared by the hook and `resview repair`.
+ *
+ * For each view: open_tree(OPEN_TREE_CLONE) of the LXCFS file in our own
+ * namespace, mount_setattr read-only/nosuid/nodev/noexec, setns() into the
+ * container's mount namespace, resolve the target inside the container's root
+ * with openat2(RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS) (a
+ * symlink anywhere on the way, a directory or a missing target is skipped),
+ * detach stale LXCFS mounts found there (MNT_DETACH), and move_mount the clone
+ * onto it. Kernels without open_tree: a plain bind from the host path inside
+ * the container's namespace (works before pivot_root, where host paths are
+ * still visible). Nothing runs inside the container; all of it happens in a
+ * child of ours with a deadline (bounded.h), so the caller's namespace is
+ * never changed. */
+#ifndef RESVIEW_INJECT_H
+#define RESVIEW_INJECT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include "resview/lxcfs.h"
+
+#define RV_VIEWS_MAX 32
+#define RV_VIEW_PATH 256
+#define RV_KEEP_DEVS_MAX 8
+
+enum rv_view_state {
+    RV_VIEW_TODO = 0,
+    RV_VIEW_MOUNTED,     /* mounted now */
+    RV_VIEW_PRESENT,     /* a live view was already there */
+    RV_VIEW_SKIPPED,     /* target missing, a symlink, not a regular file, ... */
+    RV_VIEW_FAILED,
+};
+
+struct rv_view {
+    char src[RV_VIEW_PATH];      /* relative to lxcfs.root: "proc/meminfo" */
+    char dst[RV_VIEW_PATH];      /* relative to the container's root */
+    enum rv_view_state state;    /* out */
+    unsigned detached;           /* out: stale mounts taken off this target */
+    char why[160];               /* out: for SKIPPED and FAILED */
+};
+
+struct rv_inject {
+    /* in */
+    pid_t pid;
+    unsigned long long start_time;   /* expected; 0 = do not check (filled in) */
+    char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root */
+    char lxcfs_root[PATH_MAX];
+    dev_t live_dev;
+    bool replace_foreign;            /* detach FUSE mounts of other devices at a target */
+    dev_t keep_devs[RV_KEEP_DEVS_MAX];   /* never detach these (other live LXCFS) */
+    unsigned n_keep;
+    bool legacy_bind;                /* use the bind fallback even if open_tree works */
+    unsigned n;
+    struct rv_view views[RV_VIEWS_MAX];
+    /* out */
+    bool gone;                       /* the process is gone (or the pid was reused) */
+    const char *root_how;            /* "process root" (after pivot_root) or
+                                        "rootfs path" (before it) */
+    char error[RV_ERRMSG_MAX];       /* a failure of the whole request */
+    unsigned n_mounted, n_present, n_skipped, n_failed, n_detached;
+};
+
+/* Add a view; -1 if full or a path is too long. */
+int rv_inject_add(struct rv_inject *req, const char *src, const char *dst);
+/* Do it, in the calling process: it changes the caller's mount namespace and
+ * may block on FUSE. Only for a child of rv_run_bounded(). Returns 0 when
+ * every view ended MOUNTED, PRESENT or SKIPPED. */
+int rv_inject_run(struct rv_inject *req);
+/* rv_inject_run() in a bounded child. -1 (err) when the request as a whole
+ * failed or timed out; per-view outcomes are in req either way. */
+int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err);
+const char *rv_view_state_name(enum rv_view_state s);
+
+#endif

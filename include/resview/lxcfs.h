@@ -1,0 +1,48 @@
+/* lxcfs.h - the LXCFS files resview puts over a container's /proc and /sys,
+ * and whether an LXCFS mount is live (mounted, FUSE, answering). */
+#ifndef RESVIEW_LXCFS_H
+#define RESVIEW_LXCFS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include "resview/util.h"
+
+#define RV_LXCFS_FILES_MAX 16
+#define RV_FUSE_SUPER_MAGIC 0x65735546
+
+/* Candidates, relative to lxcfs.root and to the container's root alike. */
+extern const char *const rv_lxcfs_candidates[];
+extern const size_t rv_lxcfs_ncandidates;
+/* Whether rel ("proc/meminfo", no leading slash) is a candidate. */
+bool rv_lxcfs_is_candidate(const char *rel);
+
+struct rv_lxcfs {
+    char root[PATH_MAX];
+    bool live;                 /* a FUSE mount that answered a read */
+    dev_t dev;                 /* its device, when live */
+    char why[256];             /* why not live */
+    unsigned n;                /* candidates present under root */
+    const char *files[RV_LXCFS_FILES_MAX];
+};
+
+/* Look at root: statfs (a dead mount answers ENOTCONN), the device, which
+ * candidates exist (cached lookups: cheap), and one read of one file (every
+ * file is served by the same daemon; a read costs ~100 us, so one proves the
+ * daemon answers without paying it for every file). May block forever on a
+ * hung daemon: call it inside rv_run_bounded(), or use rv_lxcfs_discover().
+ * Never fails: out->live and out->why tell. */
+void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out);
+
+/* rv_lxcfs_probe() with a deadline; -1 only if the child could not run. A
+ * deadline that passes means "not live" (a hung daemon). */
+int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
+                      struct rv_error *err);
+
+/* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
+ * boot), read through an open /proc/PID directory; -1 if gone. */
+int rv_pid_start_time(int piddir, unsigned long long *start);
+/* Parse the start time out of the text of /proc/PID/stat (tests). */
+int rv_parse_stat_start(const char *text, unsigned long long *start);
+
+#endif

@@ -1,0 +1,274 @@
+/* hook.c - resview-hook: LXCFS views for a starting container. */
+#define _GNU_SOURCE
+#include "resview/hook.h"
+#include "resview/bounded.h"
+#include "resview/edit.h"
+#include "resview/log.h"
+#include "resview/spec.h"
+#include "resview/state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
+                        struct rv_error *err)
+{
+    cleanup_json json_t *root = NULL;
+    json_t *id, *pid, *bundle;
+
+    memset(st, 0, sizeof(*st));
+    if (rv_json_parse(text, len, "state", &root, err) < 0)
+        return -1;
+    if (!json_is_object(root))
+        return rv_fail(err, 0, "state: expected a JSON object");
+    id = json_object_get(root, "id");
+    pid = json_object_get(root, "pid");
+    bundle = json_object_get(root, "bundle");
+    if (!json_is_string(id) || !rv_safe_name(json_string_value(id)) ||
+        rv_snprintf(st->id, sizeof(st->id), "%s", json_string_value(id)) < 0)
+        return rv_fail(err, 0, "state: id: expected a container id");
+    if (!json_is_integer(pid) || json_integer_value(pid) <= 0 ||
+        json_integer_value(pid) > INT32_MAX)
+        return rv_fail(err, 0, "state: pid: expected a positive integer");
+    st->pid = (pid_t)json_integer_value(pid);
+    if (!json_is_string(bundle) || json_string_value(bundle)[0] != '/' ||
+        rv_snprintf(st->bundle, sizeof(st->bundle), "%s", json_string_value(bundle)) < 0)
+        return rv_fail(err, 0, "state: bundle: expected an absolute path");
+    return 0;
+}
+
+int rv_hook_rootfs(json_t *spec, const char *bundle, char *out, size_t size,
+                   struct rv_error *err)
+{
+    const char *p = json_string_value(rv_json_path(spec, "root.path"));
+    char joined[PATH_MAX];
+
+    if (!p || !*p)
+        return rv_fail(err, 0, "config.json: root.path: expected a path");
+    if (rv_snprintf(joined, sizeof(joined), "%s%s%s", p[0] == '/' ? "" : bundle,
+                    p[0] == '/' ? "" : "/", p) < 0)
+        return rv_fail(err, ENAMETOOLONG, "config.json: root.path");
+    /* Resolved on the host: the container's namespace sees the same path
+     * until pivot_root, and the injector resolves it without symlinks. */
+    if (!realpath(joined, out))
+        return rv_fail(err, errno, "rootfs `%s`", joined);
+    if (strlen(out) >= size)
+        return rv_fail(err, ENAMETOOLONG, "rootfs `%s`", joined);
+    return 0;
+}
+
+json_t *rv_views_record(const struct rv_inject *req, const char *status, const char *why)
+{
+    json_t *rec, *wanted, *mounted, *skipped;
+
+    rec = json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "pid", (json_int_t)req->pid, "start_time",
+                    (json_int_t)req->start_time, "rootfs", req->rootfs, "lxcfs_root",
+                    req->lxcfs_root, "status", status, "time", (json_int_t)time(NULL));
+    wanted = json_array();
+    mounted = json_array();
+    skipped = json_object();
+    if (!rec || !wanted || !mounted || !skipped) {
+        json_decref(rec);
+        json_decref(wanted);
+        json_decref(mounted);
+        json_decref(skipped);
+        return NULL;
+    }
+    for (unsigned i = 0; i < req->n; i++) {
+        const struct rv_view *v = &req->views[i];
+        json_array_append_new(wanted, json_string(v->dst));
+        if (v->state == RV_VIEW_MOUNTED || v->state == RV_VIEW_PRESENT)
+            json_array_append_new(mounted, json_string(v->dst));
+        else if (v->why[0])
+            json_object_set_new(skipped, v->dst, json_string(v->why));
+    }
+    json_object_set_new(rec, "wanted", wanted);
+    json_object_set_new(rec, "mounted", mounted);
+    json_object_set_new(rec, "skipped", skipped);
+    if (why && *why)
+        json_object_set_new(rec, "why", json_string(why));
+    return rec;
+}
+
+static int read_stdin(char **out, size_t *len, struct rv_error *err)
+{
+    cleanup_free char *buf = malloc(RV_HOOK_STATE_MAX + 1);
+    size_t have = 0;
+
+    if (!buf)
+        return rv_fail(err, ENOMEM, "read the state");
+    for (;;) {
+        ssize_t r = read(STDIN_FILENO, buf + have, RV_HOOK_STATE_MAX + 1 - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return rv_fail(err, errno, "read the state from stdin");
+        if (r == 0)
+            break;
+        have += (size_t)r;
+        if (have > RV_HOOK_STATE_MAX)
+            return rv_fail(err, 0, "state on stdin is larger than %u bytes", RV_HOOK_STATE_MAX);
+    }
+    buf[have] = '\0';
+    *len = have;
+    *out = move_ptr(buf);
+    return 0;
+}
+
+struct hook_job {
+    struct rv_lxcfs lx;
+    struct rv_inject req;
+};
+
+/* In the bounded child: find the live LXCFS files, then inject them. */
+static int hook_child(void *arg)
+{
+    struct hook_job *job = arg;
+    struct rv_inject *req = &job->req;
+
+    rv_lxcfs_probe(req->lxcfs_root, &job->lx);
+    if (!job->lx.live)
+        return 0;
+    req->live_dev = job->lx.dev;
+    /* views the daemon does not offer: skipped with a reason */
+    for (unsigned i = 0; i < req->n; i++) {
+        bool offered = false;
+        for (unsigned j = 0; j < job->lx.n; j++)
+            offered |= strcmp(job->lx.files[j], req->views[i].src) == 0;
+        if (!offered) {
+            snprintf(req->views[i].why, sizeof(req->views[i].why), "not offered by LXCFS");
+            req->views[i].state = RV_VIEW_SKIPPED;
+        }
+    }
+    return rv_inject_run(req) < 0 ? 1 : 0;
+}
+
+static void record(const struct rv_config *cfg, const char *id, const struct rv_inject *req,
+                   const char *status, const char *why)
+{
+    struct rv_error err;
+    cleanup_json json_t *rec = rv_views_record(req, status, why);
+
+    if (!rec || rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) < 0)
+        rv_log(RV_WARN, "record the views: %s", rec ? err.msg : "out of memory");
+}
+
+static int hook_oci(struct rv_config *cfg)
+{
+    struct rv_error err;
+    struct rv_hook_state st;
+    struct rv_spec spec;
+    cleanup_free char *text = NULL;
+    cleanup_free struct hook_job *job = NULL;
+    size_t len = 0;
+    int r, status;
+    char why[RV_ERRMSG_MAX + 64];
+
+    if (read_stdin(&text, &len, &err) < 0 || rv_hook_parse_state(text, len, &st, &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
+    rv_log_set_id(st.id);
+    if (rv_spec_load(&spec, st.bundle, &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
+    r = rv_spec_request(spec.root, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err);
+    if (r == -2) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        rv_spec_free(&spec);
+        return 1;
+    }
+    if (r == 0) {
+        rv_log(RV_DEBUG, "LXCFS views: off for this container");
+        rv_spec_free(&spec);
+        return 0;
+    }
+    job = calloc(1, sizeof(*job));
+    if (!job) {
+        rv_spec_free(&spec);
+        rv_log(RV_ERROR, "out of memory");
+        return 1;
+    }
+    job->req.pid = st.pid;
+    job->req.replace_foreign = true;
+    job->req.legacy_bind = getenv("RESVIEW_LEGACY_BIND") && strcmp(getenv("RESVIEW_LEGACY_BIND"), "1") == 0;
+    r = rv_hook_rootfs(spec.root, st.bundle, job->req.rootfs, sizeof(job->req.rootfs), &err);
+    rv_spec_free(&spec);
+    if (r < 0 ||
+        rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
+        rv_log(RV_ERROR, "%s", r < 0 ? err.msg : "lxcfs.root: path too long");
+        return 1;
+    }
+    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
+        rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
+
+    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
+        snprintf(why, sizeof(why), "LXCFS views: %s", err.msg);
+        job->req.n_failed = job->req.n;
+        if (!job->lx.live && !job->lx.why[0])
+            snprintf(job->lx.why, sizeof(job->lx.why), "LXCFS at `%s` does not answer: %s",
+                     cfg->lxcfs_root, err.msg);
+    }
+    if (job->req.gone) {
+        rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
+        return 0;
+    }
+    if (!job->lx.live) {
+        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN,
+               "LXCFS is down (%s): the container starts with the host's /proc values; "
+               "`resview repair` attaches the views once LXCFS answers", job->lx.why);
+        for (unsigned i = 0; i < job->req.n; i++)
+            job->req.views[i].state = RV_VIEW_TODO;
+        record(cfg, st.id, &job->req, "lxcfs-down", job->lx.why);
+        return cfg->lxcfs_required ? 1 : 0;
+    }
+    if (job->req.error[0] || job->req.n_failed) {
+        const char *first = "";
+        for (unsigned i = 0; i < job->req.n && !*first; i++)
+            if (job->req.views[i].state == RV_VIEW_FAILED)
+                first = job->req.views[i].why;
+        snprintf(why, sizeof(why), "%s%s%s", job->req.error, *job->req.error && *first ? "; " : "",
+                 first);
+        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %u failed: %s",
+               job->req.n_failed, why);
+        record(cfg, st.id, &job->req, job->req.n_mounted ? "partial" : "failed", why);
+        return cfg->lxcfs_required ? 1 : 0;
+    }
+    for (unsigned i = 0; i < job->req.n; i++)
+        if (job->req.views[i].state == RV_VIEW_SKIPPED &&
+            strcmp(job->req.views[i].why, "not offered by LXCFS") != 0)
+            rv_log(RV_WARN, "LXCFS view /%s skipped: %s", job->req.views[i].dst,
+                   job->req.views[i].why);
+    rv_log(RV_DEBUG, "LXCFS views: %u mounted, %u already there, %u skipped (pid %d, rootfs `%s` "
+           "found as the %s)", job->req.n_mounted, job->req.n_present, job->req.n_skipped,
+           (int)st.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
+    record(cfg, st.id, &job->req, "ok", NULL);
+    return 0;
+}
+
+int rv_hook_main(int argc, char **argv)
+{
+    struct rv_config cfg;
+    struct rv_error err;
+
+    rv_log_init("hook", NULL);
+    if (rv_config_load(&cfg, &err) < 0) {
+        rv_log(RV_ERROR, "%s (using built-in defaults)", err.msg);
+        rv_config_defaults(&cfg);
+    }
+    rv_log_init("hook", &cfg);
+    rv_log_config_warnings(&cfg);
+    if (argc > 1 && strcmp(argv[1], "--enroot") == 0) {
+        rv_log(RV_ERROR, "--enroot: not available in this build");
+        return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: resview-hook   (OCI hook: state JSON on stdin)\n");
+        return 0;
+    }
+    return hook_oci(&cfg);
+}

@@ -1,0 +1,343 @@
+/* inject.c - LXCFS views into a container's mount namespace. */
+#define _GNU_SOURCE
+#include "resview/inject.h"
+#include "resview/bounded.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+#define STALE_ROUNDS 8    /* stacked stale mounts taken off one target, at most */
+
+const char *rv_view_state_name(enum rv_view_state s)
+{
+    switch (s) {
+    case RV_VIEW_MOUNTED: return "mounted";
+    case RV_VIEW_PRESENT: return "present";
+    case RV_VIEW_SKIPPED: return "skipped";
+    case RV_VIEW_FAILED: return "failed";
+    default: return "todo";
+    }
+}
+
+int rv_inject_add(struct rv_inject *req, const char *src, const char *dst)
+{
+    struct rv_view *v;
+
+    if (req->n >= RV_VIEWS_MAX)
+        return -1;
+    v = &req->views[req->n];
+    memset(v, 0, sizeof(*v));
+    while (*src == '/')
+        src++;
+    while (*dst == '/')
+        dst++;
+    if (rv_snprintf(v->src, sizeof(v->src), "%s", src) < 0 ||
+        rv_snprintf(v->dst, sizeof(v->dst), "%s", dst) < 0 || !*v->src || !*v->dst)
+        return -1;
+    req->n++;
+    return 0;
+}
+
+static int openat2_path(int dirfd, const char *path, unsigned long flags)
+{
+    struct open_how how = {
+        .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | flags,
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
+    RV_PRINTF(3, 4);
+static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
+{
+    va_list ap;
+
+    v->state = s;
+    if (fmt) {
+        va_start(ap, fmt);
+        vsnprintf(v->why, sizeof(v->why), fmt, ap);
+        va_end(ap);
+    }
+}
+
+static bool keep_dev(const struct rv_inject *req, dev_t d)
+{
+    for (unsigned i = 0; i < req->n_keep; i++)
+        if (req->keep_devs[i] == d)
+            return true;
+    return false;
+}
+
+/* Find the container's root directory: after pivot_root it is the process's
+ * root; before (runc's prestart), the rootfs at its host path inside the
+ * container's namespace. The directory found must be the rootfs we were
+ * given (device and inode), so nothing in the container can redirect us. */
+static int open_root(struct rv_inject *req, int piddir)
+{
+    cleanup_close int proot = -1;
+    struct stat want, have;
+    int fd;
+
+    proot = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (proot < 0) {
+        if (errno == ENOENT || errno == ESRCH)
+            req->gone = true;
+        snprintf(req->error, sizeof(req->error), "open /proc/%d/root: %s", (int)req->pid,
+                 strerror(errno));
+        return -1;
+    }
+    req->root_how = "process root";
+    if (!req->rootfs[0])
+        return move_fd(proot);
+    if (stat(req->rootfs, &want) < 0) {
+        snprintf(req->error, sizeof(req->error), "rootfs `%s`: %s", req->rootfs,
+                 strerror(errno));
+        return -1;
+    }
+    if (fstat(proot, &have) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino)
+        return move_fd(proot);
+    fd = openat2_path(proot, req->rootfs, O_DIRECTORY);
+    if (fd >= 0 && fstat(fd, &have) == 0 && have.st_dev == want.st_dev &&
+        have.st_ino == want.st_ino) {
+        req->root_how = "rootfs path";
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    snprintf(req->error, sizeof(req->error),
+             "rootfs `%s` is neither the root of process %d nor visible in its mount namespace",
+             req->rootfs, (int)req->pid);
+    return -1;
+}
+
+/* umount2() takes a path: reach the mount through our /proc/self/fd. */
+static int detach_fd(int procfd_dir, int fd)
+{
+    char name[16];
+
+    snprintf(name, sizeof(name), "%d", fd);
+    if (fchdir(procfd_dir) < 0)
+        return -1;
+    return umount2(name, MNT_DETACH);
+}
+
+/* What is at the target now: 1 = a live view (leave it), 2 = a stale view
+ * (take it off), 0 = something else (mount over it). */
+static int classify(const struct rv_inject *req, int fd, struct rv_view *v)
+{
+    struct statx sx;
+    struct statfs sfs;
+    dev_t dev;
+
+    /* AT_STATX_DONT_SYNC: no FUSE request, so a dead mount cannot block us */
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0) {
+        view_set(v, RV_VIEW_FAILED, "statx: %s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(sx.stx_mode)) {
+        view_set(v, RV_VIEW_SKIPPED, "target is not a regular file");
+        return -1;
+    }
+    dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    if (dev == req->live_dev)
+        return 1;
+    if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+        !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+        return 0;
+    /* a mount of its own: a dead FUSE file system answers ENOTCONN */
+    if (fstatfs(fd, &sfs) < 0)
+        return errno == ENOTCONN ? 2 : 0;
+    if ((unsigned long)sfs.f_type != RV_FUSE_SUPER_MAGIC || keep_dev(req, dev))
+        return 0;
+    return req->replace_foreign ? 2 : 0;
+}
+
+static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int procfd,
+                       int tree)
+{
+    for (unsigned round = 0; round <= STALE_ROUNDS; round++) {
+        cleanup_close int fd = openat2_path(rootfd, v->dst, 0);
+        int what;
+
+        if (fd < 0) {
+            if (errno == ENOENT)
+                view_set(v, RV_VIEW_SKIPPED, "target missing");
+            else if (errno == ELOOP || errno == EXDEV)
+                view_set(v, RV_VIEW_SKIPPED, "a symlink on the way to the target");
+            else if (errno == ENOTDIR)
+                view_set(v, RV_VIEW_SKIPPED, "a parent of the target is not a directory");
+            else
+                view_set(v, RV_VIEW_FAILED, "resolve target: %s", strerror(errno));
+            return;
+        }
+        what = classify(req, fd, v);
+        if (what < 0)
+            return;
+        if (what == 1) {
+            view_set(v, RV_VIEW_PRESENT, NULL);
+            return;
+        }
+        if (what == 2) {
+            if (detach_fd(procfd, fd) < 0) {
+                view_set(v, RV_VIEW_FAILED, "detach the stale view: %s", strerror(errno));
+                return;
+            }
+            v->detached++;
+            req->n_detached++;
+            continue;
+        }
+        if (tree >= 0) {
+            if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                view_set(v, RV_VIEW_FAILED, "move_mount: %s", strerror(errno));
+            else
+                view_set(v, RV_VIEW_MOUNTED, NULL);
+            return;
+        }
+        /* Fallback: bind from the host path, visible here before pivot_root. */
+        {
+            char src[PATH_MAX + RV_VIEW_PATH + 2], name[16];
+            cleanup_close int nfd = -1;
+
+            snprintf(name, sizeof(name), "%d", fd);
+            if (rv_snprintf(src, sizeof(src), "%s/%s", req->lxcfs_root, v->src) < 0 ||
+                fchdir(procfd) < 0 || mount(src, name, NULL, MS_BIND, NULL) < 0) {
+                view_set(v, RV_VIEW_FAILED, "bind `%s`: %s", src, strerror(errno));
+                return;
+            }
+            nfd = openat2_path(rootfd, v->dst, 0);
+            snprintf(name, sizeof(name), "%d", nfd);
+            if (nfd < 0 || fchdir(procfd) < 0 ||
+                mount(NULL, name, NULL,
+                      MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      NULL) < 0) {
+                int e = errno;
+                if (nfd >= 0)
+                    detach_fd(procfd, nfd);
+                view_set(v, RV_VIEW_FAILED, "make the bind read-only: %s", strerror(e));
+                return;
+            }
+            view_set(v, RV_VIEW_MOUNTED, NULL);
+            return;
+        }
+    }
+    view_set(v, RV_VIEW_FAILED, "more than %d stale mounts stacked on the target", STALE_ROUNDS);
+}
+
+int rv_inject_run(struct rv_inject *req)
+{
+    char path[64];
+    cleanup_close int piddir = -1, nsfd = -1, rootfd = -1, procfd = -1, lxroot = -1;
+    int trees[RV_VIEWS_MAX];
+    unsigned long long start;
+    struct mount_attr attr = {
+        .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+    };
+    bool legacy = req->legacy_bind;
+    int r = 0;
+
+    req->gone = false;
+    req->error[0] = '\0';
+    req->n_mounted = req->n_present = req->n_skipped = req->n_failed = req->n_detached = 0;
+    for (unsigned i = 0; i < req->n; i++)
+        trees[i] = -1;
+    /* Pin the process: everything below goes through this /proc/PID directory. */
+    snprintf(path, sizeof(path), "/proc/%d", (int)req->pid);
+    piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (piddir < 0 || rv_pid_start_time(piddir, &start) < 0 ||
+        (req->start_time && start != req->start_time)) {
+        req->gone = true;
+        snprintf(req->error, sizeof(req->error), "process %d is gone", (int)req->pid);
+        return -1;
+    }
+    req->start_time = start;
+    nsfd = openat(piddir, "ns/mnt", O_RDONLY | O_CLOEXEC);
+    procfd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    lxroot = open(req->lxcfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (nsfd < 0 || procfd < 0 || lxroot < 0) {
+        if (nsfd < 0 && (errno == ENOENT || errno == ESRCH))
+            req->gone = true;
+        snprintf(req->error, sizeof(req->error), "open the namespace of %d, /proc/self/fd, `%s`: %s",
+                 (int)req->pid, req->lxcfs_root, strerror(errno));
+        return -1;
+    }
+    rootfd = open_root(req, piddir);
+    if (rootfd < 0)
+        return -1;
+    /* Clones of the LXCFS files, made here, where they are visible. */
+    for (unsigned i = 0; i < req->n && !legacy; i++) {
+        if (req->views[i].state != RV_VIEW_TODO)
+            continue;
+        trees[i] = open_tree(lxroot, req->views[i].src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (trees[i] < 0 && errno == ENOSYS) {
+            legacy = true;
+            break;
+        }
+        if (trees[i] < 0) {
+            view_set(&req->views[i], RV_VIEW_SKIPPED, "`%s/%s`: %s", req->lxcfs_root,
+                     req->views[i].src, strerror(errno));
+            continue;
+        }
+        if (mount_setattr(trees[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+            view_set(&req->views[i], RV_VIEW_FAILED, "mount_setattr: %s", strerror(errno));
+            close(trees[i]);
+            trees[i] = -1;
+        }
+    }
+    if (setns(nsfd, CLONE_NEWNS) < 0) {
+        snprintf(req->error, sizeof(req->error), "enter the mount namespace of %d: %s",
+                 (int)req->pid, strerror(errno));
+        r = -1;
+    }
+    for (unsigned i = 0; i < req->n && r == 0; i++) {
+        struct rv_view *v = &req->views[i];
+        if (v->state == RV_VIEW_TODO && (legacy || trees[i] >= 0))
+            inject_one(req, v, rootfd, procfd, legacy ? -1 : trees[i]);
+    }
+    for (unsigned i = 0; i < req->n; i++) {
+        if (trees[i] >= 0)
+            close(trees[i]);
+        switch (req->views[i].state) {
+        case RV_VIEW_MOUNTED: req->n_mounted++; break;
+        case RV_VIEW_PRESENT: req->n_present++; break;
+        case RV_VIEW_SKIPPED: req->n_skipped++; break;
+        default: req->n_failed++; break;
+        }
+    }
+    return r < 0 || req->n_failed ? -1 : 0;
+}
+
+static int inject_child(void *arg)
+{
+    return rv_inject_run(arg) < 0 ? 1 : 0;
+}
+
+int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err)
+{
+    struct rv_error e;
+    int status;
+
+    req->error[0] = '\0';
+    if (rv_run_bounded(inject_child, req, timeout_ms, &status, &e) < 0) {
+        /* killed half-way: what it did is unknown, count every view as failed */
+        if (e.errnum == ETIMEDOUT) {
+            req->n_failed = req->n;
+            snprintf(req->error, sizeof(req->error), "timed out: %s", e.msg);
+        }
+        return rv_fail(err, e.errnum, "pid %d: %s", (int)req->pid, e.msg);
+    }
+    if (req->error[0])
+        return rv_fail(err, 0, "%s", req->error);
+    if (status > 1)
+        return rv_fail(err, 0, "pid %d: injecting child died (status %d)", (int)req->pid, status);
+    return 0;
+}

@@ -1,0 +1,180 @@
+/* lxcfs.c - LXCFS candidates and liveness. */
+#define _GNU_SOURCE
+#include "resview/lxcfs.h"
+#include "resview/bounded.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+const char *const rv_lxcfs_candidates[] = {
+    "proc/cpuinfo", "proc/meminfo", "proc/stat", "proc/uptime", "proc/loadavg",
+    "proc/swaps", "proc/diskstats", "proc/slabinfo", "proc/pressure/cpu",
+    "proc/pressure/io", "proc/pressure/memory", "sys/devices/system/cpu/online",
+};
+const size_t rv_lxcfs_ncandidates = sizeof(rv_lxcfs_candidates) / sizeof(rv_lxcfs_candidates[0]);
+
+bool rv_lxcfs_is_candidate(const char *rel)
+{
+    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
+        if (strcmp(rel, rv_lxcfs_candidates[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The file whose read proves the daemon answers: small and cheap to render. */
+static const char *const liveness_order[] = { "sys/devices/system/cpu/online", "proc/loadavg",
+                                              "proc/uptime" };
+
+static bool answers(int rootfd, const char *rel, int *e)
+{
+    char c;
+    ssize_t r;
+    int fd = openat(rootfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+
+    if (fd < 0) {
+        *e = errno;
+        return false;
+    }
+    r = read(fd, &c, 1);
+    *e = r < 0 ? errno : 0;
+    close(fd);
+    return r >= 0;
+}
+
+void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
+{
+    struct statfs sfs;
+    struct stat st;
+    cleanup_close int rootfd = -1;
+    const char *probe = NULL;
+    int e = 0;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(out->root, sizeof(out->root), "%s", root);
+    if (statfs(root, &sfs) < 0) {
+        snprintf(out->why, sizeof(out->why), "statfs `%s`: %s", root, strerror(errno));
+        return;
+    }
+    if (sfs.f_type != RV_FUSE_SUPER_MAGIC) {
+        snprintf(out->why, sizeof(out->why), "no LXCFS mounted on `%s`", root);
+        return;
+    }
+    rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0 || fstat(rootfd, &st) < 0) {
+        snprintf(out->why, sizeof(out->why), "open `%s`: %s", root, strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < rv_lxcfs_ncandidates && out->n < RV_LXCFS_FILES_MAX; i++) {
+        struct stat fst;
+        int r = fstatat(rootfd, rv_lxcfs_candidates[i], &fst, AT_SYMLINK_NOFOLLOW);
+        if (r == 0 && S_ISREG(fst.st_mode))
+            out->files[out->n++] = rv_lxcfs_candidates[i];
+        else if (r < 0 && errno == ENOTCONN) {
+            snprintf(out->why, sizeof(out->why), "`%s`: %s", root, strerror(errno));
+            out->n = 0;
+            return;
+        }
+    }
+    if (out->n == 0) {
+        snprintf(out->why, sizeof(out->why), "`%s` offers none of the LXCFS files", root);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(liveness_order) / sizeof(liveness_order[0]) && !probe; i++)
+        for (unsigned j = 0; j < out->n; j++)
+            if (strcmp(out->files[j], liveness_order[i]) == 0)
+                probe = out->files[j];
+    if (!probe)
+        probe = out->files[0];
+    if (!answers(rootfd, probe, &e)) {
+        snprintf(out->why, sizeof(out->why), "read `%s/%s`: %s", root, probe, strerror(e));
+        out->n = 0;
+        return;
+    }
+    out->dev = st.st_dev;
+    out->live = true;
+}
+
+struct probe_call {
+    const char *root;
+    struct rv_lxcfs *out;
+};
+
+static int probe_child(void *arg)
+{
+    struct probe_call *c = arg;
+    rv_lxcfs_probe(c->root, c->out);
+    return 0;
+}
+
+int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
+                      struct rv_error *err)
+{
+    struct probe_call c = { root, out };
+    struct rv_error e;
+    int status;
+
+    memset(out, 0, sizeof(*out));
+    if (rv_run_bounded(probe_child, &c, timeout_ms, &status, &e) < 0) {
+        if (e.errnum != ETIMEDOUT)
+            return rv_fail(err, e.errnum, "probe LXCFS at `%s`: %s", root, e.msg);
+        memset(out, 0, sizeof(*out));
+        snprintf(out->root, sizeof(out->root), "%s", root);
+        snprintf(out->why, sizeof(out->why), "LXCFS at `%s` does not answer (hung?): %s", root,
+                 e.msg);
+        return 0;
+    }
+    if (status != 0 && !out->why[0])
+        snprintf(out->why, sizeof(out->why), "probe of `%s` died (status %d)", root, status);
+    if (status != 0)
+        out->live = false;
+    return 0;
+}
+
+int rv_parse_stat_start(const char *text, unsigned long long *start)
+{
+    const char *p = strrchr(text, ')');
+    int field = 2;
+
+    if (!p)
+        return -1;
+    p++;
+    /* fields after the command: 3 (state) ... 22 (starttime) */
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        field++;
+        if (field == 22) {
+            char *end;
+            errno = 0;
+            *start = strtoull(p, &end, 10);
+            if (errno || end == p || (*end != ' ' && *end != '\0' && *end != '\n'))
+                return -1;
+            return 0;
+        }
+        while (*p && *p != ' ')
+            p++;
+    }
+    return -1;
+}
+
+int rv_pid_start_time(int piddir, unsigned long long *start)
+{
+    char buf[1024];
+    ssize_t r;
+    int fd = openat(piddir, "stat", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    r = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    return rv_parse_stat_start(buf, start);
+}
