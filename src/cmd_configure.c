@@ -1,14 +1,129 @@
-/* cmd_configure.c - `resview configure`. */
+/* cmd_configure.c - `resview configure`: register resview with an engine. */
 #define _GNU_SOURCE
 #include "resview/cli.h"
+#include "resview/engine.h"
 
+#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: resview configure --engine=NAME [--config PATH] [--set-as-default]\n"
+            "                         [--runtime-path PATH] [--hook-path PATH] [--dry-run] [--uninstall]\n"
+            "  NAME: containerd, docker, podman, crio, enroot, slurm (repeat --engine for several)\n"
+            "  --config PATH         the file to edit (default per engine, see below)\n"
+            "  --set-as-default      also make resview the engine's default runtime\n"
+            "  --runtime-path PATH   resview-runtime to register (default: next to this program)\n"
+            "  --hook-path PATH      resview-hook for enroot (default: next to this program)\n"
+            "  --containerd-version 2|3   config version of a new containerd file (default: detect)\n"
+            "  --dry-run             print the new file instead of writing it\n"
+            "  --uninstall           take resview's entries out again\n"
+            "default files:\n");
+    for (size_t i = 0; rv_engines[i]; i++)
+        fprintf(f, "  %-11s %s\n", rv_engines[i]->name, rv_engines[i]->default_config);
+}
+
+/* dir of /proc/self/exe + name, if that file exists; else fallback. */
+static void sibling(const char *name, const char *fallback, char *out, size_t size)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            if (rv_snprintf(out, size, "%s/%s", self, name) >= 0 && access(out, X_OK) == 0)
+                return;
+        }
+    }
+    snprintf(out, size, "%s", fallback);
+}
 
 int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
 {
+    static const struct option longopts[] = {
+        { "engine", required_argument, NULL, 'e' },
+        { "config", required_argument, NULL, 'c' },
+        { "set-as-default", no_argument, NULL, 'd' },
+        { "runtime-path", required_argument, NULL, 'r' },
+        { "hook-path", required_argument, NULL, 'k' },
+        { "containerd-version", required_argument, NULL, 'V' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "uninstall", no_argument, NULL, 'u' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const struct rv_engine *engines[16];
+    size_t n_engines = 0;
+    struct rv_engine_opts o = { 0 };
+    char runtime[PATH_MAX], hook[PATH_MAX];
+    int c, rc = 0;
+
     (void)cfg;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "resview configure: not available in this build yet\n");
-    return 1;
+    sibling("resview-runtime", RV_RUNTIME_PATH_DEFAULT, runtime, sizeof(runtime));
+    sibling("resview-hook", RV_HOOK_PATH_DEFAULT, hook, sizeof(hook));
+    o.runtime_path = runtime;
+    o.hook_path = hook;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'e': {
+            cleanup_free char *list = strdup(optarg);
+            char *save = NULL;
+            for (char *t = list ? strtok_r(list, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+                const struct rv_engine *e = rv_engine_find(t);
+                if (!e) {
+                    fprintf(stderr, "resview configure: unknown engine `%s`\n", t);
+                    usage(stderr);
+                    return 2;
+                }
+                if (n_engines < sizeof(engines) / sizeof(engines[0]))
+                    engines[n_engines++] = e;
+            }
+            break;
+        }
+        case 'c': o.config = optarg; break;
+        case 'd': o.set_default = true; break;
+        case 'r': o.runtime_path = optarg; break;
+        case 'k': o.hook_path = optarg; break;
+        case 'V':
+            o.containerd_version = atoi(optarg);
+            if (o.containerd_version != 2 && o.containerd_version != 3) {
+                fprintf(stderr, "resview configure: --containerd-version must be 2 or 3\n");
+                return 2;
+            }
+            break;
+        case 'n': o.dry_run = true; break;
+        case 'u': o.uninstall = true; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc || n_engines == 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (o.config && n_engines > 1) {
+        fprintf(stderr, "resview configure: --config goes with one --engine\n");
+        return 2;
+    }
+    if (o.runtime_path[0] != '/' || o.hook_path[0] != '/') {
+        fprintf(stderr, "resview configure: --runtime-path and --hook-path must be absolute\n");
+        return 2;
+    }
+    if (!o.uninstall && access(o.runtime_path, X_OK) != 0)
+        fprintf(stderr, "resview configure: warning: `%s` is not an executable (yet)\n", o.runtime_path);
+    for (size_t i = 0; i < n_engines; i++) {
+        struct rv_error err = { 0 };
+        if (rv_engine_apply(engines[i], &o, &err) < 0) {
+            fprintf(stderr, "resview configure: %s\n", err.msg);
+            rc = 1;
+        }
+    }
+    return rc;
 }

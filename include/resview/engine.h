@@ -1,0 +1,103 @@
+/* engine.h - registering resview with container engines (`resview configure`,
+ * `resview doctor`). One module per engine (src/engine_<name>.c); each turns
+ * the text of its configuration file into the new text, and this module reads,
+ * validates, backs up and atomically replaces the file. */
+#ifndef RESVIEW_ENGINE_H
+#define RESVIEW_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "resview/util.h"
+
+#define RV_RUNTIME_PATH_DEFAULT "/usr/local/bin/resview-runtime"
+#define RV_HOOK_PATH_DEFAULT "/usr/local/bin/resview-hook"
+#define RV_BACKUP_SUFFIX ".resview-backup"
+/* What the managed whole files (hook scripts) carry so that uninstall knows them. */
+#define RV_OWNED_MARK "# written by `resview configure`; `resview configure --uninstall` removes it"
+
+struct rv_engine_opts {
+    const char *config;        /* file to edit; NULL = the engine's default */
+    const char *runtime_path;  /* resview-runtime as installed */
+    const char *hook_path;     /* resview-hook as installed */
+    bool set_default;          /* make resview the engine's default runtime */
+    bool uninstall;
+    bool dry_run;
+    int containerd_version;    /* config version for a new containerd file; 0 = detect */
+};
+
+/* The result of an engine's edit. */
+struct rv_edit_result {
+    char *text;                /* new content (NULL with remove) */
+    size_t len;
+    bool remove;               /* delete the file (resview created it) */
+    unsigned mode;             /* mode of a new file (0: 0644) */
+    char *restore_backup;      /* uninstall: write these bytes instead (pristine original) */
+    size_t restore_len;
+};
+
+struct rv_engine {
+    const char *name;
+    const char *default_config;
+    const char *reload;        /* what the operator must do afterwards */
+    /* old: current content ("" and exists=false when absent). backup: the
+     * pristine copy if one exists (NULL otherwise). */
+    int (*edit)(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err);
+    /* Whether text carries a resview entry; *detail says which runtime path. */
+    int (*status)(const char *text, size_t len, char *detail, size_t size, struct rv_error *err);
+};
+
+extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_podman,
+    rv_engine_crio, rv_engine_enroot, rv_engine_slurm;
+
+/* Engine by name (containerd, docker, podman, crio/cri-o, enroot, slurm); NULL if unknown. */
+const struct rv_engine *rv_engine_find(const char *name);
+/* All engines, NULL-terminated. */
+extern const struct rv_engine *const rv_engines[];
+
+/* Read, edit, validate, back up, replace; prints what was done on stdout
+ * (dry run: the new content). */
+int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, struct rv_error *err);
+
+/* Read path: *exists false (and "" content) when absent. */
+int rv_engine_read(const char *path, char **text, size_t *len, bool *exists, struct rv_error *err);
+
+/* Shared by the TOML engines: a list of edits to a scanned document. */
+struct rv_toml;
+struct rv_toml_plan {
+    char *block;               /* lines for the marked block */
+    size_t block_len;
+    struct rv_toml_patch { size_t start, end; char *text; } *patches;
+    size_t n_patches;
+};
+/* Append "[table]\n" + body to the block; table must not exist yet. */
+int rv_plan_add_table(struct rv_toml_plan *plan, const struct rv_toml *doc, const char *table,
+                      const char *body, struct rv_error *err);
+/* Set key = value (raw TOML) in table: replace in place (keeping the old line
+ * in a marker comment), insert after the table's header, or add the table to
+ * the block. */
+int rv_plan_set_key(struct rv_toml_plan *plan, const struct rv_toml *doc, const char *table,
+                    const char *key, const char *value, struct rv_error *err);
+/* Add raw text to the block. */
+int rv_plan_block(struct rv_toml_plan *plan, const char *text, struct rv_error *err);
+/* Apply to base (the scanned text) and append the block. */
+int rv_plan_finish(struct rv_toml_plan *plan, const char *base, size_t len, bool created,
+                   char **out, size_t *outlen, struct rv_error *err);
+void rv_plan_free(struct rv_toml_plan *plan);
+/* Lines "key = raw\n" for each plain key of table `from` (TOML syntax), except
+ * those listed (NULL-terminated). Appended to *body (allocated). */
+int rv_plan_copy_keys(const struct rv_toml *doc, const char *from, const char *const *except,
+                      char **body, struct rv_error *err);
+/* Common TOML engine flow: strip ours, scan (refuse invalid input), then
+ * build(...) unless uninstalling, rescan the result. */
+int rv_toml_engine_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                        int (*build)(const struct rv_engine_opts *o, const struct rv_toml *doc,
+                                     struct rv_toml_plan *plan, struct rv_error *err),
+                        int (*verify)(const struct rv_engine_opts *o, const struct rv_toml *doc,
+                                      struct rv_error *err),
+                        struct rv_edit_result *res, struct rv_error *err);
+/* Append formatted text to *s (allocated). */
+int rv_strcatf(char **s, struct rv_error *err, const char *fmt, ...) RV_PRINTF(3, 4);
+
+#endif

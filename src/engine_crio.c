@@ -1,0 +1,75 @@
+/* engine_crio.c - the `resview` runtime for CRI-O: a
+ * [crio.runtime.runtimes.resview] table (by default in a drop-in file of its
+ * own under /etc/crio/crio.conf.d/, which CRI-O merges table by table). */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+#include "resview/engine_toml.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define OURS "crio.runtime.runtimes.resview"
+
+static int build(const struct rv_engine_opts *o, const struct rv_toml *doc, struct rv_toml_plan *plan,
+                 struct rv_error *err)
+{
+    static const char *const skip[] = { "runtime_path", "runtime_type", "allowed_annotations", NULL };
+    cleanup_free char *body = NULL, *bin = rv_toml_quote(o->runtime_path);
+
+    if (!bin)
+        return rv_fail(err, ENOMEM, "crio");
+    if (rv_strcatf(&body, err, "runtime_path = %s\nruntime_type = \"oci\"\n", bin) < 0 ||
+        rv_plan_copy_keys(doc, "crio.runtime.runtimes.runc", skip, &body, err) < 0 ||
+        rv_strcatf(&body, err, "allowed_annotations = [\"resview.io/lxcfs\", \"resview.io/env\", "
+                   "\"resview.io/fuse\"]\n") < 0)
+        return -1;
+    if (rv_plan_add_table(plan, doc, OURS, body, err) < 0)
+        return -1;
+    if (o->set_default && rv_plan_set_key(plan, doc, "crio.runtime", "default_runtime", "\"resview\"", err) < 0)
+        return -1;
+    return 0;
+}
+
+static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, struct rv_error *err)
+{
+    const struct rv_toml_item *it = rv_toml_get(doc, OURS ".runtime_path");
+    if (!it || !rv_toml_is_string(doc, it, o->runtime_path))
+        return rv_fail(err, 0, "`" OURS ".runtime_path` is not `%s`", o->runtime_path);
+    return 0;
+}
+
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err)
+{
+    (void)backup;
+    (void)backup_len;
+    return rv_toml_engine_edit(o, old, len, exists, build, verify, res, err);
+}
+
+static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+{
+    struct rv_toml doc;
+    int found = 0;
+
+    if (rv_toml_scan(text, len, &doc, err) < 0)
+        return rv_wrap(err, "not valid TOML");
+    const struct rv_toml_item *it = rv_toml_get(&doc, OURS ".runtime_path");
+    if (it && it->kind == RV_TOML_VALUE) {
+        rv_snprintf(detail, size, "runtime_path = %.*s", (int)(it->val_end - it->val_start),
+                    text + it->val_start);
+        found = 1;
+    }
+    rv_toml_free(&doc);
+    return found;
+}
+
+const struct rv_engine rv_engine_crio = {
+    .name = "crio",
+    .default_config = "/etc/crio/crio.conf.d/99-resview.conf",
+    .reload = "restart CRI-O to load it (systemctl restart crio); "
+              "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
+    .edit = edit,
+    .status = status,
+};

@@ -1,0 +1,195 @@
+/* engine_docker.c - `runtimes.resview` (and `default-runtime`) in dockerd's
+ * daemon.json. JSON keeps no comments; every other key is kept as it was, and
+ * --uninstall puts back the original bytes when nothing else changed since. */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+#include "resview/json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Indent compact JSON (4 spaces), leaving strings and numbers as they are. */
+static int pretty(const char *in, char **out, size_t *outlen, struct rv_error *err)
+{
+    size_t n = strlen(in), o = 0, cap = n * 2 + 64;
+    int depth = 0;
+    char *b = malloc(cap);
+
+#define PUT(c) do { if (o + 1 >= cap) { char *nb = realloc(b, cap *= 2); if (!nb) goto nomem; b = nb; } b[o++] = (c); } while (0)
+#define NL() do { PUT('\n'); for (int d_ = 0; d_ < depth * 4; d_++) PUT(' '); } while (0)
+    if (!b)
+        return rv_fail(err, ENOMEM, "format JSON");
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (c == '"') {
+            PUT(c);
+            for (i++; i < n && in[i] != '"'; i++) {
+                if (in[i] == '\\' && i + 1 < n)
+                    PUT(in[i++]);
+                PUT(in[i]);
+            }
+            PUT('"');
+        } else if (c == '{' || c == '[') {
+            PUT(c);
+            if (i + 1 < n && (in[i + 1] == '}' || in[i + 1] == ']')) {
+                PUT(in[++i]);
+                continue;
+            }
+            depth++;
+            NL();
+        } else if (c == '}' || c == ']') {
+            depth--;
+            NL();
+            PUT(c);
+        } else if (c == ',') {
+            PUT(c);
+            NL();
+        } else if (c == ':') {
+            PUT(c);
+            PUT(' ');
+        } else
+            PUT(c);
+    }
+    PUT('\n');
+    b[o] = '\0';
+    *out = b;
+    *outlen = o;
+    return 0;
+nomem:
+    free(b);
+    return rv_fail(err, ENOMEM, "format JSON");
+#undef PUT
+#undef NL
+}
+
+static bool blank(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            return false;
+    return true;
+}
+
+static int load(const char *text, size_t len, const char *what, json_t **out, struct rv_error *err)
+{
+    if (blank(text, len)) {
+        *out = json_object();
+        return *out ? 0 : rv_fail(err, ENOMEM, "%s", what);
+    }
+    if (rv_json_parse(text, len, what, out, err) < 0)
+        return -1;
+    if (!json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return rv_fail(err, 0, "%s: not a JSON object", what);
+    }
+    return 0;
+}
+
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err)
+{
+    cleanup_json json_t *root = NULL, *orig = NULL, *pristine = NULL;
+    cleanup_free char *compact = NULL;
+    size_t clen;
+    json_t *runtimes, *entry;
+
+    (void)exists;
+    if (load(old, len, "daemon.json", &root, err) < 0)
+        return -1;
+    if (!(orig = json_deep_copy(root)))
+        return rv_fail(err, ENOMEM, "daemon.json");
+    if (backup && load(backup, backup_len, "daemon.json" RV_BACKUP_SUFFIX, &pristine, err) < 0)
+        pristine = NULL; /* an unreadable backup only loses the byte-exact restore */
+    runtimes = json_object_get(root, "runtimes");
+    if (runtimes && !json_is_object(runtimes))
+        return rv_fail(err, 0, "daemon.json: `runtimes` is not an object");
+    json_t *def = json_object_get(root, "default-runtime");
+    if (def && !json_is_string(def))
+        return rv_fail(err, 0, "daemon.json: `default-runtime` is not a string");
+
+    if (o->uninstall) {
+        if (runtimes)
+            json_object_del(runtimes, "resview");
+        if (runtimes && json_object_size(runtimes) == 0 &&
+            !(pristine && json_object_get(pristine, "runtimes")))
+            json_object_del(root, "runtimes");
+        if (def && strcmp(json_string_value(def), "resview") == 0) {
+            json_t *was = pristine ? json_object_get(pristine, "default-runtime") : NULL;
+            if (was && json_is_string(was) && strcmp(json_string_value(was), "resview") != 0)
+                json_object_set(root, "default-runtime", was);
+            else
+                json_object_del(root, "default-runtime");
+        }
+        if (json_equal(root, orig)) {
+            res->text = strndup(old, len);
+            res->len = len;
+            return res->text ? 0 : rv_fail(err, ENOMEM, "daemon.json");
+        }
+        if (pristine && json_equal(root, pristine)) {
+            if (!(res->restore_backup = malloc(backup_len + 1)))
+                return rv_fail(err, ENOMEM, "daemon.json");
+            memcpy(res->restore_backup, backup, backup_len);
+            res->restore_len = backup_len;
+            return 0;
+        }
+        if (!pristine && json_object_size(root) == 0) {
+            res->remove = true;
+            return 0;
+        }
+    } else {
+        if (!(runtimes = rv_json_object_at(root, "runtimes", "daemon.json", err)) ||
+            !(entry = rv_json_object_at(runtimes, "resview", "daemon.json: runtimes", err)))
+            return -1;
+        if (json_object_set_new(entry, "path", json_string(o->runtime_path)) < 0 ||
+            (o->set_default && json_object_set_new(root, "default-runtime", json_string("resview")) < 0))
+            return rv_fail(err, ENOMEM, "daemon.json");
+        if (json_equal(root, orig)) {
+            res->text = strndup(old, len);
+            res->len = len;
+            return res->text ? 0 : rv_fail(err, ENOMEM, "daemon.json");
+        }
+    }
+    if (rv_json_dump(root, &compact, &clen, err) < 0 || pretty(compact, &res->text, &res->len, err) < 0)
+        return -1;
+    /* validate what would be written */
+    cleanup_json json_t *check = NULL;
+    if (rv_json_parse(res->text, res->len, "edited daemon.json", &check, err) < 0) {
+        free(res->text);
+        res->text = NULL;
+        return -1;
+    }
+    if (!json_equal(check, root)) {
+        free(res->text);
+        res->text = NULL;
+        return rv_fail(err, 0, "edited daemon.json does not read back as intended");
+    }
+    return 0;
+}
+
+static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+{
+    cleanup_json json_t *root = NULL;
+
+    if (load(text, len, "daemon.json", &root, err) < 0)
+        return -1;
+    json_t *p = rv_json_path(root, "runtimes.resview.path");
+    if (!p || !json_is_string(p))
+        return 0;
+    json_t *def = json_object_get(root, "default-runtime");
+    rv_snprintf(detail, size, "path = %s%s", json_string_value(p),
+                def && json_is_string(def) && strcmp(json_string_value(def), "resview") == 0
+                    ? " (default runtime)" : "");
+    return 1;
+}
+
+const struct rv_engine rv_engine_docker = {
+    .name = "docker",
+    .default_config = "/etc/docker/daemon.json",
+    .reload = "reload dockerd to load it (systemctl reload docker, or kill -HUP the dockerd pid); "
+              "then: docker run --runtime resview ...",
+    .edit = edit,
+    .status = status,
+};

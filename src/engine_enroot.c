@@ -1,0 +1,68 @@
+/* engine_enroot.c - an enroot hooks.d script that runs `resview-hook
+ * --enroot` (LXCFS views and variables for enroot and pyxis containers). The
+ * whole file is resview's; a file of the same name written by someone else is
+ * left alone. */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool ours(const char *text)
+{
+    return strstr(text, RV_OWNED_MARK) != NULL;
+}
+
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err)
+{
+    (void)backup;
+    (void)backup_len;
+    if (exists && !ours(old)) {
+        if (o->uninstall) {
+            res->text = strndup(old, len);
+            res->len = len;
+            return res->text ? 0 : rv_fail(err, ENOMEM, "enroot");
+        }
+        return rv_fail(err, 0, "the file exists and was not written by resview; remove it first");
+    }
+    if (o->uninstall) {
+        res->remove = true;
+        return 0;
+    }
+    if (strchr(o->hook_path, '\''))
+        return rv_fail(err, 0, "`%s`: a quote in the hook path", o->hook_path);
+    if (asprintf(&res->text,
+                 "#!/bin/sh\n"
+                 RV_OWNED_MARK "\n"
+                 "# LXCFS views and resource variables for enroot/pyxis containers\n"
+                 "# (resview-hook reads ENROOT_PID, ENROOT_ROOTFS and appends to ENROOT_ENVIRON).\n"
+                 "exec '%s' --enroot \"$@\"\n", o->hook_path) < 0) {
+        res->text = NULL;
+        return rv_fail(err, ENOMEM, "enroot");
+    }
+    res->len = strlen(res->text);
+    res->mode = 0755;
+    return 0;
+}
+
+static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+{
+    (void)len;
+    (void)err;
+    if (!ours(text))
+        return 0;
+    const char *e = strstr(text, "exec ");
+    rv_snprintf(detail, size, "%.*s", e ? (int)strcspn(e, "\n") : 0, e ? e : "");
+    return 1;
+}
+
+const struct rv_engine rv_engine_enroot = {
+    .name = "enroot",
+    .default_config = "/etc/enroot/hooks.d/90-resview.sh",
+    .reload = "the next `enroot start` (and pyxis job) runs it",
+    .edit = edit,
+    .status = status,
+};

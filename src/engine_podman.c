@@ -1,0 +1,67 @@
+/* engine_podman.c - `resview` in podman's containers.conf [engine.runtimes]
+ * (by default a drop-in of its own under /etc/containers/containers.conf.d/). */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+#include "resview/engine_toml.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int build(const struct rv_engine_opts *o, const struct rv_toml *doc, struct rv_toml_plan *plan,
+                 struct rv_error *err)
+{
+    cleanup_free char *bin = rv_toml_quote(o->runtime_path), *list = NULL;
+
+    if (!bin || asprintf(&list, "[%s]", bin) < 0)
+        return rv_fail(err, ENOMEM, "podman");
+    if (rv_plan_set_key(plan, doc, "engine.runtimes", "resview", list, err) < 0)
+        return -1;
+    if (o->set_default && rv_plan_set_key(plan, doc, "engine", "runtime", "\"resview\"", err) < 0)
+        return -1;
+    return 0;
+}
+
+static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, struct rv_error *err)
+{
+    const struct rv_toml_item *it = rv_toml_get(doc, "engine.runtimes.resview");
+    cleanup_free char *bin = rv_toml_quote(o->runtime_path), *raw = NULL;
+
+    if (!it || !bin || !(raw = rv_toml_raw(doc, it)) || !strstr(raw, bin))
+        return rv_fail(err, 0, "`engine.runtimes.resview` does not name `%s`", o->runtime_path);
+    return 0;
+}
+
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err)
+{
+    (void)backup;
+    (void)backup_len;
+    return rv_toml_engine_edit(o, old, len, exists, build, verify, res, err);
+}
+
+static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+{
+    struct rv_toml doc;
+    int found = 0;
+
+    if (rv_toml_scan(text, len, &doc, err) < 0)
+        return rv_wrap(err, "not valid TOML");
+    const struct rv_toml_item *it = rv_toml_get(&doc, "engine.runtimes.resview");
+    if (it && it->kind == RV_TOML_VALUE) {
+        rv_snprintf(detail, size, "resview = %.*s", (int)(it->val_end - it->val_start),
+                    text + it->val_start);
+        found = 1;
+    }
+    rv_toml_free(&doc);
+    return found;
+}
+
+const struct rv_engine rv_engine_podman = {
+    .name = "podman",
+    .default_config = "/etc/containers/containers.conf.d/99-resview.conf",
+    .reload = "nothing to restart: the next podman command reads it (podman run --runtime resview ...)",
+    .edit = edit,
+    .status = status,
+};

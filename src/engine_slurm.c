@@ -1,0 +1,159 @@
+/* engine_slurm.c - Slurm's oci.conf: the RunTime* commands run resview-runtime
+ * in place of runc/crun (resview's own `runtimes` then names the runtime to
+ * call). Lines it replaces are kept in a marker comment and put back by
+ * --uninstall; a missing file gets the runc example of Slurm's documentation. */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+#include "resview/engine_toml.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const commands[] = { "RunTimeQuery", "RunTimeCreate", "RunTimeStart",
+                                        "RunTimeKill", "RunTimeDelete", "RunTimeRun", NULL };
+
+/* Whether line[0..n) is `Key=...` for one of the command keys; *val: offset of the value. */
+static bool command_line(const char *line, size_t n, size_t *val)
+{
+    size_t i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    for (size_t k = 0; commands[k]; k++) {
+        size_t kl = strlen(commands[k]);
+        if (n - i > kl && strncasecmp(line + i, commands[k], kl) == 0) {
+            size_t j = i + kl;
+            while (j < n && (line[j] == ' ' || line[j] == '\t'))
+                j++;
+            if (j < n && line[j] == '=') {
+                j++;
+                while (j < n && (line[j] == ' ' || line[j] == '\t'))
+                    j++;
+                *val = j;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static int check_syntax(const char *text, size_t len, struct rv_error *err)
+{
+    unsigned lineno = 0;
+    for (size_t p = 0; p < len;) {
+        const char *line = text + p, *nl = memchr(line, '\n', len - p);
+        size_t n = nl ? (size_t)(nl - line) : len - p;
+        size_t i = 0;
+        lineno++;
+        p += n + (nl ? 1 : 0);
+        while (i < n && isspace((unsigned char)line[i]))
+            i++;
+        if (i == n || line[i] == '#')
+            continue;
+        size_t k = i;
+        while (k < n && (isalnum((unsigned char)line[k]) || line[k] == '_'))
+            k++;
+        while (k < n && (line[k] == ' ' || line[k] == '\t'))
+            k++;
+        if (k == i || k >= n || line[k] != '=')
+            return rv_fail(err, 0, "line %u: expected `Key=Value`", lineno);
+    }
+    return 0;
+}
+
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                const char *backup, size_t backup_len, struct rv_edit_result *res,
+                struct rv_error *err)
+{
+    cleanup_free char *base = NULL, *out = NULL;
+    size_t blen;
+    bool had, created, any = false;
+
+    (void)backup;
+    (void)backup_len;
+    if (check_syntax(old, len, err) < 0)
+        return rv_wrap(err, "oci.conf");
+    if (rv_marked_strip(old, len, &base, &blen, &had, &created, err) < 0)
+        return -1;
+    if (!exists)
+        created = true;
+    if (o->uninstall) {
+        if (created && blen == 0)
+            res->remove = true;
+        else {
+            res->text = move_ptr(base);
+            res->len = blen;
+        }
+        return 0;
+    }
+    if (strchr(o->runtime_path, ' ') || strchr(o->runtime_path, '"') || strchr(o->runtime_path, '#'))
+        return rv_fail(err, 0, "`%s`: a path with spaces, quotes or `#` cannot go into oci.conf",
+                       o->runtime_path);
+    if (rv_strcatf(&out, err, "%s", "") < 0)
+        return -1;
+    for (size_t p = 0; p < blen;) {
+        const char *line = base + p, *nl = memchr(line, '\n', blen - p);
+        size_t n = nl ? (size_t)(nl - line) : blen - p, v;
+        p += n + (nl ? 1 : 0);
+        if (!command_line(line, n, &v)) {
+            if (rv_strcatf(&out, err, "%.*s%s", (int)n, line, nl ? "\n" : "") < 0)
+                return -1;
+            continue;
+        }
+        any = true;
+        size_t w = v + (v < n && line[v] == '"' ? 1 : 0), we = w;
+        while (we < n && line[we] != ' ' && line[we] != '\t' && line[we] != '"')
+            we++;
+        if (we - w == strlen(o->runtime_path) && memcmp(line + w, o->runtime_path, we - w) == 0) {
+            if (rv_strcatf(&out, err, "%.*s%s", (int)n, line, nl ? "\n" : "") < 0)
+                return -1;
+            continue;
+        }
+        if (rv_strcatf(&out, err, "%.*s%s%.*s%s%.*s%s", (int)w, line, o->runtime_path,
+                       (int)(n - we), line + we, RV_MARK_WAS, (int)n, line, nl ? "\n" : "") < 0)
+            return -1;
+    }
+    if (any) {
+        res->len = strlen(out);
+        res->text = move_ptr(out);
+        return 0;
+    }
+    cleanup_free char *block = NULL;
+    const char *rt = o->runtime_path;
+    if (rv_strcatf(&block, err,
+                   "IgnoreFileConfigJson=true\n"
+                   "RunTimeQuery=\"%s --rootless=true --root=/run/user/%%U/ state %%n.%%u.%%j.%%s.%%t\"\n"
+                   "RunTimeCreate=\"%s --rootless=true --root=/run/user/%%U/ create %%n.%%u.%%j.%%s.%%t -b %%b\"\n"
+                   "RunTimeStart=\"%s --rootless=true --root=/run/user/%%U/ start %%n.%%u.%%j.%%s.%%t\"\n"
+                   "RunTimeKill=\"%s --rootless=true --root=/run/user/%%U/ kill -a %%n.%%u.%%j.%%s.%%t\"\n"
+                   "RunTimeDelete=\"%s --rootless=true --root=/run/user/%%U/ delete --force %%n.%%u.%%j.%%s.%%t\"\n",
+                   rt, rt, rt, rt, rt) < 0)
+        return -1;
+    return rv_marked_append(base, blen, block, created, &res->text, &res->len, err);
+}
+
+static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+{
+    if (check_syntax(text, len, err) < 0)
+        return rv_wrap(err, "oci.conf");
+    for (size_t p = 0; p < len;) {
+        const char *line = text + p, *nl = memchr(line, '\n', len - p);
+        size_t n = nl ? (size_t)(nl - line) : len - p, v;
+        p += n + (nl ? 1 : 0);
+        if (command_line(line, n, &v) && memmem(line, n, "resview-runtime", 15)) {
+            rv_snprintf(detail, size, "%.*s", (int)n, line);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const struct rv_engine rv_engine_slurm = {
+    .name = "slurm",
+    .default_config = "/etc/slurm/oci.conf",
+    .reload = "new job steps read it (copy it to every node; scontrol reconfigure)",
+    .edit = edit,
+    .status = status,
+};

@@ -1,0 +1,204 @@
+/* test_engine.c - `resview configure` edits on sample files of every format:
+ * install, idempotence, byte-exact uninstall, refused input left untouched,
+ * and the TOML scanner on valid and invalid documents. */
+#define _GNU_SOURCE
+#include "resview/engine.h"
+#include "resview/engine_toml.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/resview-unit-engine.XXXXXX";
+static const char *samples = "tests/samples";
+
+static char *slurp(const char *path, size_t *len)
+{
+    struct rv_error err;
+    char *t = NULL;
+    bool exists;
+    if (rv_engine_read(path, &t, len, &exists, &err) < 0 || !exists) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    bool same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static void copy(const char *from, const char *to)
+{
+    size_t len;
+    char *t = slurp(from, &len);
+    FILE *f = fopen(to, "w");
+    if (t && f)
+        fwrite(t, 1, len, f);
+    if (f)
+        fclose(f);
+    free(t);
+}
+
+static int run(const char *engine, const char *file, bool set_default, bool uninstall,
+               struct rv_error *err)
+{
+    struct rv_engine_opts o = { .config = file, .runtime_path = "/opt/resview/bin/resview-runtime",
+                                .hook_path = "/opt/resview/bin/resview-hook",
+                                .set_default = set_default, .uninstall = uninstall,
+                                .containerd_version = 2 };
+    fflush(stdout);
+    int saved = dup(1), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    int rc = rv_engine_apply(rv_engine_find(engine), &o, err);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(null);
+    return rc;
+}
+
+/* install (x2), check content, uninstall, compare with the sample. */
+static void round_trip(const char *engine, const char *sample, bool set_default, const char *expect)
+{
+    char src[512], file[512], once[512], bak[512];
+    struct rv_error err = { 0 };
+    size_t len;
+
+    snprintf(src, sizeof(src), "%s/%s", samples, sample);
+    snprintf(file, sizeof(file), "%s/%s", dir, sample);
+    snprintf(once, sizeof(once), "%s/%s.once", dir, sample);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    copy(src, file);
+    unlink(bak);
+    ok(run(engine, file, set_default, false, &err) == 0, "%s %s: configure (%s)", engine, sample, err.msg);
+    char *t = slurp(file, &len);
+    ok(t && strstr(t, expect), "%s %s: has %s", engine, sample, expect);
+    free(t);
+    ok(same_file(bak, src), "%s %s: backup is the original", engine, sample);
+    copy(file, once);
+    ok(run(engine, file, set_default, false, &err) == 0 && same_file(file, once),
+       "%s %s: twice = once", engine, sample);
+    ok(run(engine, file, set_default, true, &err) == 0, "%s %s: uninstall (%s)", engine, sample, err.msg);
+    ok(same_file(file, src), "%s %s: byte-for-byte restored", engine, sample);
+    ok(run(engine, file, set_default, true, &err) == 0 && same_file(file, src),
+       "%s %s: uninstall twice = once", engine, sample);
+}
+
+static void refused(const char *engine, const char *sample, const char *why)
+{
+    char src[512], file[512], bak[512];
+    struct rv_error err = { 0 };
+
+    snprintf(src, sizeof(src), "%s/%s", samples, sample);
+    snprintf(file, sizeof(file), "%s/%s", dir, sample);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    copy(src, file);
+    unlink(bak);
+    ok(run(engine, file, true, false, &err) < 0, "%s %s: refused", engine, sample);
+    ok(strstr(err.msg, why) != NULL, "%s %s: says why: %s", engine, sample, err.msg);
+    ok(same_file(file, src) && access(bak, F_OK) != 0, "%s %s: untouched, no backup", engine, sample);
+}
+
+static void created(const char *engine, const char *name, const char *expect)
+{
+    char file[512];
+    struct rv_error err = { 0 };
+    size_t len;
+    struct stat st;
+
+    snprintf(file, sizeof(file), "%s/new/%s", dir, name);
+    ok(run(engine, file, false, false, &err) == 0, "%s new %s: created (%s)", engine, name, err.msg);
+    char *t = slurp(file, &len);
+    ok(t && strstr(t, expect), "%s new %s: has %s", engine, name, expect);
+    free(t);
+    ok(run(engine, file, false, true, &err) == 0 && stat(file, &st) < 0,
+       "%s new %s: uninstall removes the file it created", engine, name);
+}
+
+static void scanner(void)
+{
+    struct rv_toml doc;
+    struct rv_error err;
+    static const char *good[] = {
+        "a = 1\n", "a.b.c = 'x'\n[t]\n", "[a]\n[a.b]\n[[c]]\nx=1\n[[c]]\nx=2\n[c.d]\n",
+        "s = \"\"\"\nx\\\n  y\"\"\"\n", "x = [\n 1, # c\n 2,\n]\n", "d = 1979-05-27T07:32:00-08:00\n",
+        "t = {a.b = 1, c = {d = [1]}}\n", "\xef\xbb\xbf" "a = -inf\r\nb = +0x1f\r\n", "",
+        "[a.b]\n[a]\n", "'k.k' = 1\n\"k k\" = 2\n",
+    };
+    static const char *bad[] = {
+        "a = 1\na = 2\n", "[a]\n[a]\n", "a = 1 b = 2\n", "a = \"x\n", "a = [1 2]\n",
+        "a = {b = 1\n", "[a\n", "a.b = 1\n[a]\n", "a = 1\n[a.b]\n", "= 1\n", "a = \"\\q\"\n",
+        "a = 'x' # \x01\n", "t = {a = 1}\n[t.b]\n", "[[a]]\n[a]\n", "a = \n", "a = \"\"\"x\n",
+        "a = 1\0\n",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        int r = rv_toml_scan(good[i], strlen(good[i]), &doc, &err);
+        ok(r == 0, "scan valid #%zu (%s)", i, r ? err.msg : "");
+        if (r == 0)
+            rv_toml_free(&doc);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t len = strlen(bad[i]) + (i == sizeof(bad) / sizeof(bad[0]) - 1 ? 2 : 0);
+        int r = rv_toml_scan(bad[i], len, &doc, &err);
+        ok(r < 0, "scan invalid #%zu refused (%s)", i, r < 0 ? err.msg : "accepted");
+        if (r == 0)
+            rv_toml_free(&doc);
+    }
+    const char *t = "[a.\"b.c\"]\nk = 'v'  # c\n";
+    ok(rv_toml_scan(t, strlen(t), &doc, &err) == 0, "scan quoted table");
+    const struct rv_toml_item *it = rv_toml_get(&doc, "a.\"b.c\".k");
+    ok(it && rv_toml_is_string(&doc, it, "v"), "lookup through a quoted dotted key");
+    rv_toml_free(&doc);
+}
+
+int main(void)
+{
+    if (getenv("RESVIEW_SAMPLES"))
+        samples = getenv("RESVIEW_SAMPLES");
+    if (!mkdtemp(dir))
+        return 1;
+    scanner();
+    round_trip("containerd", "containerd-v2.toml", true, "SystemdCgroup = true");
+    round_trip("containerd", "containerd-v2.toml", false, "container_annotations = [\"resview.io/*\"]");
+    round_trip("containerd", "containerd-v3.toml", true, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.resview.options]");
+    round_trip("containerd", "containerd-noeol.toml", true, "default_runtime_name = \"resview\"");
+    round_trip("containerd", "containerd-debian.toml", false, "pod_annotations = [\"resview.io/*\"]");
+    round_trip("crio", "crio.conf", true, "allowed_annotations = [\"resview.io/lxcfs\"");
+    round_trip("podman", "containers.conf", true, "resview = [\"/opt/resview/bin/resview-runtime\"]");
+    round_trip("podman", "containers-empty.conf", true, "[engine.runtimes]");
+    round_trip("docker", "daemon.json", true, "\"default-runtime\": \"resview\"");
+    round_trip("docker", "daemon.json", false, "\"Hard\": 18446744073709551615");
+    round_trip("slurm", "oci.conf", false, "RunTimeCreate=\"/opt/resview/bin/resview-runtime --rootless");
+    refused("containerd", "containerd-v1.toml", "version");
+    refused("containerd", "containerd-dotted.toml", "dotted keys");
+    refused("containerd", "containerd-taken.toml", "already exists");
+    refused("containerd", "bad-duplicate.toml", "line 4: duplicate table");
+    refused("containerd", "bad-string.toml", "unterminated string");
+    refused("crio", "bad-array.toml", "not valid TOML");
+    refused("podman", "bad-string.toml", "not valid TOML");
+    refused("docker", "bad-daemon.json", "daemon.json");
+    refused("docker", "bad-daemon-array.json", "not a JSON object");
+    refused("slurm", "bad-oci.conf", "line 2");
+    created("containerd", "config.toml", "version = 2\n");
+    created("docker", "daemon.json", "\"path\": \"/opt/resview/bin/resview-runtime\"");
+    created("crio", "99-resview.conf", "[crio.runtime.runtimes.resview]");
+    created("podman", "99-resview.conf", "[engine.runtimes]");
+    created("slurm", "oci.conf", "RunTimeDelete=");
+    created("enroot", "90-resview.sh", "exec '/opt/resview/bin/resview-hook' --enroot");
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        printf("# could not remove %s\n", dir);
+    return unit_done();
+}
