@@ -8,6 +8,7 @@
 #include "resview/state.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -216,6 +217,16 @@ static int hook_oci(struct rv_config *cfg)
     if (job->req.gone) {
         rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
         return 0;
+    }
+    if (!job->lx.live && !job->req.start_time) {
+        char path[64];
+        cleanup_close int piddir = -1;
+        snprintf(path, sizeof(path), "/proc/%d", (int)st.pid);
+        piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
+            rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)st.pid);
+            return 0;
+        }
     }
     if (!job->lx.live) {
         rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN,

@@ -144,6 +144,10 @@ static int classify(const struct rv_inject *req, int fd, struct rv_view *v)
         view_set(v, RV_VIEW_FAILED, "statx: %s", strerror(errno));
         return -1;
     }
+    if (S_ISLNK(sx.stx_mode)) {
+        view_set(v, RV_VIEW_SKIPPED, "target is a symlink");
+        return -1;
+    }
     if (!S_ISREG(sx.stx_mode)) {
         view_set(v, RV_VIEW_SKIPPED, "target is not a regular file");
         return -1;
