@@ -1,0 +1,56 @@
+#!/bin/bash
+# 41-docker.sh - dockerd (Debian's docker.io) on private sockets and directories,
+# with resview registered by `resview configure --engine=docker` in its daemon.json.
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+
+LXCFS_DIR=$T/lxcfs
+lxcfs_start "$LXCFS_DIR" || exit 1
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+rv_config "$T/config.json"
+
+printf '{\n  "log-level": "warn",\n  "storage-driver": "overlay2"\n}\n' >"$T/daemon.json"
+cp "$T/daemon.json" "$T/daemon.json.orig"
+t_ok "configure --engine=docker" "$CLI" configure --engine=docker --config "$T/daemon.json" --runtime-path "$RUNTIME"
+t_eq "daemon.json names the runtime" "$(jq -r '.runtimes.resview.path' "$T/daemon.json")" "$RUNTIME"
+t_eq "daemon.json keeps the other keys" "$(jq -c '{a: ."log-level", b: ."storage-driver"}' "$T/daemon.json")" '{"a":"warn","b":"overlay2"}'
+
+ctd_start || exit 1
+dockerd_start "$T/daemon.json" || exit 1
+rv_image_tar "$T/img.tar"
+dk import "$T/img.tar" rvtest:busybox >/dev/null
+
+run() { dk run --rm --cgroup-parent "$CG_PARENT" "$@"; }
+
+out=$(run --runtime resview --cpus 1.5 -m 512m rvtest:busybox /bin/env 2>&1)
+t_contains "docker --runtime resview --cpus 1.5: GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
+t_contains "docker --runtime resview: OMP_NUM_THREADS=2" "$out" "OMP_NUM_THREADS=2"
+t_contains "docker --runtime resview -m 512m: SLURM_MEM_PER_NODE=512" "$out" "SLURM_MEM_PER_NODE=512"
+t_contains "the shim ran with the test configuration (log)" "$(cat "$T/resview.log" 2>/dev/null)" "cpus=2"
+
+out=$(run --cpus 1.5 -m 512m rvtest:busybox /bin/env 2>&1)
+t_not_contains "plain runc (no --runtime): no GOMAXPROCS" "$out" "GOMAXPROCS"
+
+out=$(run --runtime resview --cpus 1 -m 256m rvtest:busybox /bin/sh -c \
+    'grep -c ^processor /proc/cpuinfo; grep MemTotal /proc/meminfo' 2>&1)
+t_eq "LXCFS view inside docker: 1 CPU in /proc/cpuinfo" "$(sed -n 1p <<<"$out")" "1"
+t_contains "LXCFS view inside docker: MemTotal 262144 kB" "$out" "262144 kB"
+
+id=$(dk run -d --cgroup-parent "$CG_PARENT" --runtime resview --cpus 1.5 rvtest:busybox /bin/sleep 300)
+out=$(dk exec "$id" /bin/env 2>&1)
+t_contains "docker exec sees the variables too" "$out" "GOMAXPROCS=2"
+dk rm -f "$id" >/dev/null 2>&1
+
+t_ok "configure --set-as-default" "$CLI" configure --engine=docker --config "$T/daemon.json" --runtime-path "$RUNTIME" --set-as-default
+kill -HUP "$DOCKERD_PID"
+wait_for sh -c "$DOCKER -H unix://$DOCKER_SOCK info 2>/dev/null | grep -q 'Default Runtime: resview'"
+out=$(run --cpus 1.5 rvtest:busybox /bin/env 2>&1)
+t_contains "default runtime resview: docker run without --runtime gets GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
+
+t_ok "configure --uninstall" "$CLI" configure --engine=docker --config "$T/daemon.json" --uninstall
+t_ok "daemon.json restored byte for byte" cmp "$T/daemon.json" "$T/daemon.json.orig"
+# dockerd 20.10 adds runtimes on SIGHUP but does not drop them: restart it.
+dockerd_stop
+dockerd_start "$T/daemon.json" || exit 1
+out=$(run --runtime resview rvtest:busybox /bin/true 2>&1)
+t_contains "after uninstall and a restart, --runtime resview is unknown to dockerd" "$out" "Unknown runtime specified resview"
