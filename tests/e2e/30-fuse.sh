@@ -138,6 +138,22 @@ for rt in runc crun; do
     t_eq "$rt fuse: a second create leaves config.json byte-for-byte the same" "$(sha256sum <"$b/config.json")" "$sum1"
     t_contains "$rt fuse: the second run mounts FUSE too" "$out2" "read hello through fuse"
 
+    # The same request through the container's env (docker 20.10 has no annotations).
+    b=$T/b-env-$rt
+    make_bundle "$b" ""
+    jq '.process.env += ["RESVIEW_FUSE=1"]' "$b/config.json" >"$b/c.new" && mv "$b/c.new" "$b/config.json"
+    out=$(run_shim "$rt" "env-$rt-$$" "$b" 2>&1)
+    t_contains "$rt RESVIEW_FUSE=1: FUSE mount works" "$out" "read hello through fuse"
+    t_eq "$rt RESVIEW_FUSE=1: CapEff + CAP_SYS_ADMIN" "$(sed -n 's/^capeff //p' <<<"$out")" "$CAP_FUSE"
+    # Any other value is an error, not a guess; the bundle is untouched.
+    b=$T/b-bad-$rt
+    make_bundle "$b" yes
+    sum=$(sha256sum <"$b/config.json")
+    err=$(run_shim "$rt" "bad-$rt-$$" "$b" 2>&1); rc=$?
+    t_ok "$rt resview.io/fuse: \"yes\": non-zero exit" test "$rc" -ne 0
+    t_contains "$rt resview.io/fuse: \"yes\": the error names the annotation" "$err" "resview.io/fuse"
+    t_eq "$rt resview.io/fuse: \"yes\": config.json untouched" "$(sha256sum <"$b/config.json")" "$sum"
+
     # 2. No request: nothing of the above.
     b=$T/b-plain-$rt
     make_bundle "$b" ""
