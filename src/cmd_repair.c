@@ -1,14 +1,61 @@
-/* cmd_repair.c - `resview repair`. */
+/* cmd_repair.c - `resview repair [--all | ID...]`. */
 #define _GNU_SOURCE
 #include "resview/cli.h"
+#include "resview/log.h"
+#include "resview/repair.h"
 
 #include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: resview repair [--all] [ID...]\n"
+               "  Put live LXCFS views back into running containers (after LXCFS died,\n"
+               "  restarted or started late). Without IDs: every container resview\n"
+               "  recorded; --all: also every other mount namespace on the host with\n"
+               "  stale LXCFS views. Records of containers that are gone are dropped.\n");
+}
 
 int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
 {
-    (void)cfg;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "resview repair: not available in this build yet\n");
-    return 1;
+    struct rv_repair_opts o = { 0 };
+    struct rv_repair_stats st;
+    struct rv_error err;
+    int first_id = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0) {
+            o.all = true;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "resview repair: unknown option `%s`\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else {
+            if (!first_id)
+                first_id = i;
+            o.n_ids++;
+            if (first_id + o.n_ids - 1 != i) {
+                fprintf(stderr, "resview repair: options go before the container ids\n");
+                return 2;
+            }
+        }
+    }
+    if (o.all && o.n_ids) {
+        fprintf(stderr, "resview repair: --all and container ids exclude each other\n");
+        return 2;
+    }
+    o.ids = first_id ? argv + first_id : NULL;
+    if (rv_repair(cfg, &o, &st, stdout, &err) < 0) {
+        rv_log(RV_ERROR, "repair: %s", err.msg);
+        return 1;
+    }
+    printf("scanned %u, repaired %u, failed %u (healthy %u, dropped %u records of exited "
+           "containers%s",
+           st.scanned, st.repaired, st.failed, st.healthy, st.dropped, o.all ? ", " : ")\n");
+    if (o.all)
+        printf("%u mount namespaces read)\n", st.namespaces);
+    return st.failed ? 1 : 0;
 }

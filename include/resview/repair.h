@@ -1,0 +1,33 @@
+/* repair.h - `resview repair` and `resview watch`: put live LXCFS views back
+ * into running containers after LXCFS died, restarted or started late.
+ * Reads mount tables with libmount: CLI only, never linked into the hook. */
+#ifndef RESVIEW_REPAIR_H
+#define RESVIEW_REPAIR_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "resview/config.h"
+
+#define RV_REPAIR_TIMEOUT_MS 2000   /* per container */
+
+struct rv_repair_opts {
+    bool all;                 /* also scan every mount namespace for stale views */
+    char *const *ids;         /* only these recorded containers (n_ids > 0) */
+    int n_ids;
+};
+
+struct rv_repair_stats {
+    unsigned scanned;         /* recorded containers and namespaces looked at */
+    unsigned repaired;        /* views put (back) in */
+    unsigned healthy;         /* nothing to do */
+    unsigned failed;
+    unsigned dropped;         /* records of containers that are gone */
+    unsigned namespaces;      /* mount namespaces read in the --all scan */
+};
+
+/* Repair; per-container lines and failures go to out. -1 (err) only when
+ * nothing could be tried (LXCFS not answering, ...). */
+int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
+              struct rv_repair_stats *st, FILE *out, struct rv_error *err);
+
+#endif
