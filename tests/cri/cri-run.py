@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""cri-run.py GENERATED_DIR SCENARIO_JSON - run one pod through a CRI runtime
+(containerd's CRI API over gRPC), as the kubelet would: RunPodSandbox with a
+runtime handler, CreateContainer and StartContainer for each container, wait
+for them to exit, print {name: {"exit_code": N, "log": TEXT}} as JSON, then
+stop and remove everything.
+
+Scenario: {"socket": PATH, "handler": "resview",
+           "pod": {"name", "uid", "namespace", "log_dir", "cgroup_parent", "annotations"},
+           "containers": [{"name", "image", "command", "annotations",
+                           "cpu_period", "cpu_quota", "memory"}]}
+The pod uses the host network (no CNI needed)."""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+import grpc  # noqa: E402
+import cri_pb2 as pb  # noqa: E402
+import cri_pb2_grpc as pbg  # noqa: E402
+
+sc = json.load(open(sys.argv[2]))
+chan = grpc.insecure_channel("unix://" + sc["socket"])
+rt = pbg.RuntimeServiceStub(chan)
+p = sc["pod"]
+pod_cfg = pb.PodSandboxConfig(
+    metadata=pb.PodSandboxMetadata(name=p["name"], uid=p["uid"], namespace=p.get("namespace", "default")),
+    log_directory=p["log_dir"],
+    annotations=p.get("annotations", {}),
+    linux=pb.LinuxPodSandboxConfig(
+        cgroup_parent=p.get("cgroup_parent", ""),
+        security_context=pb.LinuxSandboxSecurityContext(
+            namespace_options=pb.NamespaceOption(network=pb.NODE))))
+pod_id = None
+result = {}
+try:
+    rt.Version(pb.VersionRequest(version="v1"), timeout=30)
+    pod_id = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod_cfg, runtime_handler=sc["handler"]),
+                              timeout=120).pod_sandbox_id
+    for c in sc["containers"]:
+        res = pb.LinuxContainerResources(cpu_period=c.get("cpu_period", 0), cpu_quota=c.get("cpu_quota", 0),
+                                         memory_limit_in_bytes=c.get("memory", 0))
+        cfg = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=c["name"]), image=pb.ImageSpec(image=c["image"]),
+                                 command=c["command"], annotations=c.get("annotations", {}),
+                                 log_path=c["name"] + ".log", linux=pb.LinuxContainerConfig(resources=res))
+        cid = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=cfg,
+                                                           sandbox_config=pod_cfg), timeout=120).container_id
+        rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=120)
+        st = None
+        for _ in range(600):  # readiness poll, up to 60 s
+            st = rt.ContainerStatus(pb.ContainerStatusRequest(container_id=cid), timeout=30).status
+            if st.state == pb.CONTAINER_EXITED:
+                break
+            time.sleep(0.1)
+        log = ""
+        path = os.path.join(p["log_dir"], c["name"] + ".log")
+        if os.path.exists(path):
+            # CRI log lines: TIMESTAMP STREAM TAG MESSAGE
+            log = "\n".join(line.split(" ", 3)[3] if line.count(" ") >= 3 else line
+                            for line in open(path).read().splitlines())
+        result[c["name"]] = {"exit_code": st.exit_code, "state": st.state, "log": log, "id": cid}
+        rt.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=60)
+finally:
+    if pod_id:
+        try:
+            rt.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=pod_id), timeout=60)
+            rt.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=pod_id), timeout=60)
+        except grpc.RpcError as e:
+            print("cleanup: %s" % e.details(), file=sys.stderr)
+print(json.dumps(result))
