@@ -299,7 +299,7 @@ int rv_seccomp_default_path(const struct rv_config *cfg, char *buf, size_t size,
         slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
-            if (rv_snprintf(buf, size, "%s/%s", exe, RV_SECCOMP_REL_PATH) == 0 &&
+            if (rv_snprintf(buf, size, "%s/%s", exe, RV_SECCOMP_REL_PATH) >= 0 &&
                 access(buf, R_OK) == 0)
                 return 0;
         }

@@ -196,6 +196,19 @@ for rt in runc crun; do
         "$(jq -c '.linux.seccomp.syscalls[0].names' "$T/b-default-allow-$rt/config.json")"
 done
 
+# Discovery: an installed runtime finds <bin>/../share/resview/seccomp.json
+# when fuse.seccomp_profile is not set (the layout `make install` makes).
+mkdir -p "$T/prefix/bin" "$T/prefix/share/resview"
+cp "$RUNTIME" "$T/prefix/bin/resview-runtime"
+jq '.syscalls[0].names -= ["getpgrp"]' "$TOP/profiles/seccomp.json" >"$T/prefix/share/resview/seccomp.json"
+rv_config "$T/config-discover.json"
+b=$T/b-discover
+make_bundle "$b" true
+out=$(RUNTIME=$T/prefix/bin/resview-runtime run_shim runc "discover-$$" "$b" "$T/config-discover.json" 2>&1)
+t_contains "installed layout: FUSE works with the discovered profile" "$out" "read hello through fuse"
+t_eq "installed layout: the profile used is <bin>/../share/resview/seccomp.json" \
+    "$(jq '[.linux.seccomp.syscalls[0].names[] | select(. == "getpgrp")] | length' "$b/config.json")" "0"
+
 # The AppArmor profile is valid for the parser (this host has no AppArmor to load it).
 if command -v apparmor_parser >/dev/null; then
     t_ok "profiles/apparmor/resview-fuse parses (apparmor_parser -Q -K)" \
