@@ -1,14 +1,105 @@
-/* cmd_watch.c - `resview watch`. */
+/* cmd_watch.c - `resview watch`: repair whenever LXCFS comes back.
+ * Event-driven: the mount table of our namespace changes when LXCFS mounts
+ * (poll POLLPRI on /proc/self/mountinfo); then wait until it answers and
+ * repair. While a FUSE mount is there but does not answer, look again every
+ * 100 ms. */
 #define _GNU_SOURCE
 #include "resview/cli.h"
+#include "resview/log.h"
+#include "resview/lxcfs.h"
+#include "resview/repair.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+
+#define RETRY_MS 100
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
+
+static void stamp(char *buf, size_t size)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+}
 
 int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
 {
-    (void)cfg;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "resview watch: not available in this build yet\n");
-    return 1;
+    struct rv_repair_opts o = { 0 };
+    struct sigaction sa;
+    cleanup_close int fd = -1;
+    dev_t healed = 0;
+    bool waiting = false;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0) {
+            o.all = true;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: resview watch [--all]\n"
+                   "  Stay running; whenever LXCFS (lxcfs.root) comes back, repair as\n"
+                   "  `resview repair [--all]` would.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "resview watch: unknown argument `%s`\n", argv[i]);
+            return 2;
+        }
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;   /* no SA_RESTART: poll() returns */
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rv_log(RV_ERROR, "watch: open /proc/self/mountinfo: %s", strerror(errno));
+        return 1;
+    }
+    printf("watching `%s` for LXCFS\n", cfg->lxcfs_root);
+    fflush(stdout);
+    while (!stop) {
+        struct rv_lxcfs lx;
+        struct rv_error err;
+        struct pollfd p = { .fd = fd, .events = POLLPRI };
+        char ts[32];
+
+        if (rv_lxcfs_discover(cfg->lxcfs_root, 1000, &lx, &err) < 0) {
+            rv_log(RV_WARN, "watch: %s", err.msg);
+            lx.live = lx.mounted = false;
+        }
+        if (lx.live && lx.dev != healed) {
+            struct rv_repair_stats st;
+            stamp(ts, sizeof(ts));
+            if (rv_repair(cfg, &o, &st, stdout, &err) < 0) {
+                printf("%s repair: %s\n", ts, err.msg);
+                rv_log(RV_WARN, "watch: repair: %s", err.msg);
+                waiting = true;   /* try again shortly */
+            } else {
+                printf("%s LXCFS answers on `%s` (device %u:%u): scanned %u, repaired %u, "
+                       "failed %u, dropped %u\n", ts, cfg->lxcfs_root, major(lx.dev),
+                       minor(lx.dev), st.scanned, st.repaired, st.failed, st.dropped);
+                rv_log(RV_INFO, "watch: LXCFS back on `%s`: repaired %u, failed %u",
+                       cfg->lxcfs_root, st.repaired, st.failed);
+                healed = lx.dev;
+                waiting = false;
+            }
+            fflush(stdout);
+        } else if (lx.live) {
+            waiting = false;
+        } else {
+            /* mounted but not answering yet: look again soon; gone: wait for a mount */
+            waiting = lx.mounted;
+            healed = 0;
+        }
+        if (poll(&p, 1, waiting ? RETRY_MS : -1) < 0 && errno != EINTR) {
+            rv_log(RV_ERROR, "watch: poll: %s", strerror(errno));
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -63,6 +63,7 @@ void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
         snprintf(out->why, sizeof(out->why), "no LXCFS mounted on `%s`", root);
         return;
     }
+    out->mounted = true;
     rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0 || fstat(rootfd, &st) < 0) {
         snprintf(out->why, sizeof(out->why), "open `%s`: %s", root, strerror(errno));
@@ -76,6 +77,7 @@ void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
         else if (r < 0 && errno == ENOTCONN) {
             snprintf(out->why, sizeof(out->why), "`%s`: %s", root, strerror(errno));
             out->n = 0;
+            out->mounted = false;   /* dead: the daemon is gone */
             return;
         }
     }
@@ -92,6 +94,7 @@ void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
     if (!answers(rootfd, probe, &e)) {
         snprintf(out->why, sizeof(out->why), "read `%s/%s`: %s", root, probe, strerror(e));
         out->n = 0;
+        out->mounted = e != ENOTCONN;
         return;
     }
     out->dev = st.st_dev;
@@ -125,6 +128,7 @@ int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
         snprintf(out->root, sizeof(out->root), "%s", root);
         snprintf(out->why, sizeof(out->why), "LXCFS at `%s` does not answer (hung?): %s", root,
                  e.msg);
+        out->mounted = true;
         return 0;
     }
     if (status != 0 && !out->why[0])

@@ -20,6 +20,8 @@ bool rv_lxcfs_is_candidate(const char *rel);
 struct rv_lxcfs {
     char root[PATH_MAX];
     bool live;                 /* a FUSE mount that answered a read */
+    bool mounted;              /* a FUSE mount is there, not (yet) answering but not
+                                  dead (ENOTCONN): worth another look soon */
     dev_t dev;                 /* its device, when live */
     char why[256];             /* why not live */
     unsigned n;                /* candidates present under root */

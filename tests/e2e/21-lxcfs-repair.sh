@@ -8,29 +8,8 @@ source "$(dirname "$0")/../lib/common.sh"
 export LXCFS_DIR=$T/lxcfs
 rv_config "$T/config.json"
 t_cleanup "lxcfs_stop $LXCFS_DIR"
-LIMITS='.linux.resources.memory.limit = 536870912 | .linux.resources.cpu = {quota: 100000, period: 100000}'
+source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 host_mem=$(grep MemTotal /proc/meminfo | awk '{print $2}')
-
-rt_of() { case $1 in c*) echo crun ;; *) echo runc ;; esac; }
-rt_cmd() { if [ "$1" = crun ]; then echo "$CRUN_V1 --root $T/crun-root"; else echo "runc --root $T/runc-root"; fi; }
-# start_bg ID: a long-running 1-CPU/512 MiB container through the shim (ids
-# starting with c run under crun, others under runc).
-start_bg() {
-    local id=$1 rt; rt=$(rt_of "$id")
-    local next=runc root=$T/runc-root
-    [ "$rt" = crun ] && next=$CRUN_V1 root=$T/crun-root
-    rv_bundle "$T/b-$id" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
-    jq --arg n "$next" '.runtimes = [$n]' "$T/config.json" >"$T/config.json.$rt"
-    (cd "$T/b-$id" && RESVIEW_CONFIG=$T/config.json.$rt "$RUNTIME" --root "$root" create "$id" </dev/null >/dev/null 2>"$T/create-$id.err" &&
-        RESVIEW_CONFIG=$T/config.json.$rt "$RUNTIME" --root "$root" start "$id")
-}
-pid_of() { $(rt_cmd "$(rt_of "$1")") state "$1" | jq -r .pid; }
-# what a process inside the container reads (it joins the container's cgroup,
-# which is what LXCFS answers for)
-inside() { local id=$1; shift; $(rt_cmd "$(rt_of "$id")") exec "$id" "$@" 2>&1; }
-mem_inside() { inside "$1" grep MemTotal /proc/meminfo | awk '{print $2}'; }
-# LXCFS mounts per target in the container's mount table: "N target" lines
-per_target() { grep fuse.lxcfs "/proc/$(pid_of "$1")/mountinfo" | awk '$4 != "/" {print $5}' | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' '; }
 
 # 1. LXCFS down when the containers start: they start, with host values.
 start_bg late-r-$$ && start_bg c-late-$$

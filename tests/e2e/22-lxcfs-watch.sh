@@ -1,0 +1,49 @@
+#!/bin/bash
+# `resview watch`: heals without a command when LXCFS comes back (killed and
+# restarted; started late). The hook with a hung LXCFS: the container starts.
+source "$(dirname "$0")/../lib/common.sh"
+
+export LXCFS_DIR=$T/lxcfs
+rv_config "$T/config.json"
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
+host_mem=$(grep MemTotal /proc/meminfo | awk '{print $2}')
+
+RESVIEW_CONFIG=$T/config.json "$CLI" watch >"$T/watch.out" 2>&1 & WATCH=$!
+t_cleanup "kill $WATCH"
+wait_for 10 grep -q watching "$T/watch.out"
+
+# 1. LXCFS down at start; watch attaches the views when it comes up.
+start_bg w-late-$$ && start_bg cw-late-$$
+t_eq "LXCFS down: container starts with host values" "$(mem_inside w-late-$$)" "$host_mem"
+lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
+healed() { local id; for id in "$@"; do [ "$(mem_inside "$id")" = 524288 ] || return 1; done; }
+t_ok "watch: views attached once LXCFS is up (runc and crun)" wait_for 30 healed w-late-$$ cw-late-$$
+t_contains "watch: says what it did" "$(cat "$T/watch.out")" "repaired 2"
+
+# 2. kill -9 with containers running; restart; healed without a command.
+ids=(w1-$$ w2-$$ w3-$$ cw1-$$ cw2-$$ cw3-$$)
+for id in "${ids[@]}"; do start_bg "$id"; done
+t_ok "six more containers read their limit" healed "${ids[@]}"
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+t_contains "LXCFS killed: ENOTCONN inside" "$(inside "${ids[0]}" cat /proc/meminfo)" "Transport endpoint is not connected"
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+t_ok "watch: all eight healed after the restart, no command" wait_for 30 healed "${ids[@]}" w-late-$$ cw-late-$$
+one=0; for id in "${ids[@]}" w-late-$$ cw-late-$$; do [ "$(per_target "$id")" = "1 " ] && [ "$(views_of "$id" | wc -l)" = 9 ] && one=$((one + 1)); done
+t_eq "watch: one LXCFS mount per target in all eight" "$one" "8"
+t_ok "watch: still running" kill -0 $WATCH
+
+# 3. A hung LXCFS (stopped): the hook gives up within its bound and the
+#    container starts with host values; recorded for a later repair.
+kill -STOP "$LXCFS_PID"
+t_cleanup "kill -CONT $LXCFS_PID"
+rv_bundle "$T/hung" ".process.args = [\"/bin/sh\", \"-c\", \"grep MemTotal /proc/meminfo\"] | $LIMITS"
+out=$(run_shim runc "hung-$$" "$T/hung" 2>&1); rc=$?
+t_eq "hung LXCFS: container starts" "$rc" "0"
+t_contains "hung LXCFS: with host values" "$out" "$host_mem"
+t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/hung-$$/views")" "lxcfs-down"
+t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
+kill -CONT "$LXCFS_PID"
+
+kill $WATCH; wait $WATCH; rc=$?
+t_eq "watch: exits 0 on SIGTERM" "$rc" "0"

@@ -1,0 +1,26 @@
+# lxcfs-helpers.sh - helpers for the LXCFS tests (tests/e2e/2*.sh); source
+# after common.sh. Ids starting with "c" run under crun, others under runc.
+LIMITS='.linux.resources.memory.limit = 536870912 | .linux.resources.cpu = {quota: 100000, period: 100000}'
+rt_of() { case $1 in c*) echo crun ;; *) echo runc ;; esac; }
+rt_cmd() { if [ "$1" = crun ]; then echo "$CRUN_V1 --root $T/crun-root"; else echo "runc --root $T/runc-root"; fi; }
+# start_bg ID [CONFIG]: a long-running 1-CPU/512 MiB container through the shim
+start_bg() {
+    local id=$1 cfg=${2:-$T/config.json} rt; rt=$(rt_of "$id")
+    local next=runc root=$T/runc-root
+    [ "$rt" = crun ] && next=$CRUN_V1 root=$T/crun-root
+    rv_bundle "$T/b-$id" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+    jq --arg n "$next" '.runtimes = [$n]' "$cfg" >"$cfg.$rt"
+    (cd "$T/b-$id" && RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" create "$id" </dev/null >/dev/null 2>"$T/create-$id.err" &&
+        RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" start "$id")
+}
+pid_of() { $(rt_cmd "$(rt_of "$1")") state "$1" | jq -r .pid; }
+# What a process inside the container reads (exec joins the container's
+# cgroup, which is what LXCFS answers for).
+inside() { local id=$1; shift; $(rt_cmd "$(rt_of "$id")") exec "$id" "$@" 2>&1; }
+mem_inside() { inside "$1" grep MemTotal /proc/meminfo | awk '{print $2}'; }
+# LXCFS file mounts in the container's mount table
+views_of() { grep fuse.lxcfs "/proc/$(pid_of "$1")/mountinfo" | awk '$4 != "/" {print $5}'; }
+# distinct counts of LXCFS mounts per target: "1 " when nothing is stacked
+per_target() { views_of "$1" | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' '; }
+# wait_for SECONDS CMD...: until CMD succeeds (not a timing assertion: a bound)
+wait_for() { local n=$(( $1 * 10 )); shift; while [ $n -gt 0 ]; do "$@" && return 0; sleep 0.1; n=$((n - 1)); done; return 1; }
