@@ -1,0 +1,71 @@
+#!/bin/bash
+# 43-podman.sh - podman (Debian) with private storage: `--runtime
+# resview-runtime`, and the `resview` runtime registered in a containers.conf
+# by `resview configure --engine=podman` (podman run --runtime resview).
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+
+LXCFS_DIR=$T/lxcfs
+lxcfs_start "$LXCFS_DIR" || exit 1
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+rv_config "$T/config.json"
+# podman and conmon do not pass their environment on to the runtime: this
+# wrapper hands the test configuration to the shim.
+printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/resview-runtime"
+chmod +x "$T/resview-runtime"
+RUNTIME=$T/resview-runtime
+
+cat >"$T/containers.conf" <<CONF
+# test containers.conf
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$T/podman-events.log"
+
+[engine.runtimes]
+runc = ["/usr/sbin/runc", "/usr/bin/runc"]
+CONF
+cp "$T/containers.conf" "$T/containers.conf.orig"
+export CONTAINERS_CONF=$T/containers.conf
+pm() {
+    podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager cgroupfs "$@"
+}
+t_cleanup "pm rm -af -t 0; pm system reset -f"
+run() {
+    pm run --rm --network none --cgroup-parent "$CG_PARENT" \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$@"
+}
+rv_image_tar "$T/img.tar"
+pm import "$T/img.tar" localhost/rvtest:busybox >/dev/null
+
+out=$(run --runtime "$RUNTIME" --cpus 1.5 -m 512m localhost/rvtest:busybox /bin/env 2>&1)
+t_contains "podman --runtime resview-runtime --cpus 1.5: GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
+t_contains "podman --runtime: SLURM_MEM_PER_NODE=512" "$out" "SLURM_MEM_PER_NODE=512"
+
+t_ok "configure --engine=podman" "$CLI" configure --engine=podman --config "$T/containers.conf" --runtime-path "$RUNTIME"
+out=$(run --runtime resview --cpus 1 -m 256m localhost/rvtest:busybox /bin/sh -c \
+      'env; grep -c ^processor /proc/cpuinfo; grep MemTotal /proc/meminfo' 2>&1)
+t_contains "podman run --runtime resview (containers.conf): GOMAXPROCS=1" "$out" "GOMAXPROCS=1"
+t_contains "LXCFS view inside podman: MemTotal 262144 kB" "$out" "262144 kB"
+out=$(run --annotation resview.io/env=false --runtime resview localhost/rvtest:busybox /bin/env 2>&1)
+t_not_contains "podman --annotation resview.io/env=false reaches the shim" "$out" "GOMAXPROCS"
+t_contains "(that container ran)" "$out" "PATH="
+
+t_ok "configure --set-as-default" "$CLI" configure --engine=podman --config "$T/containers.conf" --runtime-path "$RUNTIME" --set-as-default
+out=$(run --cpus 1.5 localhost/rvtest:busybox /bin/env 2>&1)
+t_contains "default runtime resview: podman run without --runtime gets GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
+
+t_ok "configure --uninstall" "$CLI" configure --engine=podman --config "$T/containers.conf" --uninstall
+t_ok "containers.conf restored byte for byte" cmp "$T/containers.conf" "$T/containers.conf.orig"
+out=$(run --cpus 1.5 localhost/rvtest:busybox /bin/env 2>&1)
+t_not_contains "after uninstall: plain runc again" "$out" "GOMAXPROCS"
+
+# LXCFS views alone through a hooks.d file (hooks/oci/, when in the tree)
+if ls "$TOP"/hooks/oci/*.json >/dev/null 2>&1; then
+    mkdir -p "$T/hooks.d"
+    for f in "$TOP"/hooks/oci/*.json; do
+        jq --arg h "$HOOK" '.hook.path = $h' "$f" >"$T/hooks.d/$(basename "$f")"
+    done
+    out=$(run --hooks-dir "$T/hooks.d" -m 256m localhost/rvtest:busybox /bin/grep MemTotal /proc/meminfo 2>&1)
+    t_contains "podman --hooks-dir (hooks/oci) with plain runc: LXCFS MemTotal 262144 kB" "$out" "262144 kB"
+fi
