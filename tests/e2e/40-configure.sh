@@ -1,0 +1,62 @@
+#!/bin/bash
+# 40-configure.sh - `resview configure` round trips through the CLI on sample
+# files of every format (tests/samples: comments, other runtimes, unusual but
+# valid TOML, no final newline): twice = once, byte-for-byte restored by
+# --uninstall, --dry-run writes nothing, invalid input refused and untouched.
+source "$(dirname "$0")/../lib/common.sh"
+S=$TOP/tests/samples
+RT=/opt/resview/bin/resview-runtime
+
+round() { # ENGINE SAMPLE [--set-as-default]
+    local e=$1 f=$T/$2 d=${3:-}
+    cp "$S/$2" "$f"
+    "$CLI" configure --engine="$e" --config "$f" --runtime-path "$RT" --dry-run $d >"$T/dry.out" 2>&1
+    t_ok "$e $2: --dry-run leaves the file alone" cmp "$f" "$S/$2"
+    t_contains "$e $2: --dry-run shows the entry" "$(cat "$T/dry.out")" "$RT"
+    t_ok "$e $2: configure $d" "$CLI" configure --engine="$e" --config "$f" --runtime-path "$RT" $d
+    cp "$f" "$f.once"
+    out=$("$CLI" configure --engine="$e" --config "$f" --runtime-path "$RT" $d 2>&1)
+    t_ok "$e $2: twice = once" cmp "$f" "$f.once"
+    t_contains "$e $2: says nothing to change" "$out" "nothing to change"
+    t_ok "$e $2: backup is the original" cmp "$f.resview-backup" "$S/$2"
+    t_ok "$e $2: --uninstall" "$CLI" configure --engine="$e" --config "$f" --uninstall
+    t_ok "$e $2: byte-for-byte restored" cmp "$f" "$S/$2"
+}
+refuse() { # ENGINE SAMPLE MESSAGE
+    local e=$1 f=$T/$2
+    cp "$S/$2" "$f"
+    out=$("$CLI" configure --engine="$e" --config "$f" --runtime-path "$RT" 2>&1); rc=$?
+    t_eq "$e $2: refused (exit 1)" "$rc" "1"
+    t_contains "$e $2: clear error" "$out" "$3"
+    t_ok "$e $2: untouched" cmp "$f" "$S/$2"
+}
+
+round containerd containerd-v2.toml --set-as-default
+round containerd containerd-v3.toml --set-as-default
+round containerd containerd-noeol.toml
+round containerd containerd-debian.toml --set-as-default
+round crio crio.conf --set-as-default
+round podman containers.conf --set-as-default
+round docker daemon.json --set-as-default
+round slurm oci.conf
+
+refuse containerd containerd-v1.toml "containerd config migrate"
+refuse containerd containerd-dotted.toml "dotted keys"
+refuse containerd containerd-taken.toml "not written by resview"
+refuse containerd bad-duplicate.toml "line 4: duplicate table"
+refuse crio bad-string.toml "line 3: unterminated string"
+refuse podman bad-array.toml "not valid TOML"
+refuse docker bad-daemon.json "daemon.json"
+refuse slurm bad-oci.conf "expected \`Key=Value\`"
+
+# files that did not exist: created, then removed by --uninstall
+for e in containerd docker crio podman slurm enroot; do
+    f=$T/new/$e.conf
+    t_ok "$e: creates a missing file" "$CLI" configure --engine=$e --config "$f" --runtime-path "$RT"
+    t_ok "$e: --uninstall removes the file it created" sh -c "'$CLI' configure --engine=$e --config '$f' --uninstall && ! test -e '$f'"
+done
+t_ok "enroot hook script is executable" sh -c "'$CLI' configure --engine=enroot --config '$T/e.sh' && test -x '$T/e.sh'"
+
+out=$("$CLI" configure --engine=nosuch 2>&1); rc=$?
+t_eq "unknown engine: usage error" "$rc" "2"
+t_contains "unknown engine: says so" "$out" "unknown engine \`nosuch\`"
