@@ -30,7 +30,13 @@ int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_
     spec->dirfd = -1;
     if (rv_json_parse(text, len, "config.json", &spec->root, err) < 0)
         return -1;
-    return check_root(spec, err);
+    if (check_root(spec, err) < 0) {
+        /* a failed parse holds nothing (callers may just return) */
+        json_decref(spec->root);
+        spec->root = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err)
