@@ -1,14 +1,247 @@
-/* cmd_doctor.c - `resview doctor`. */
+/* cmd_doctor.c - `resview doctor`: check the installation end to end and say
+ * what to fix. Exit 1 when something is broken (FAIL), 0 otherwise (warnings
+ * included). */
 #define _GNU_SOURCE
+#include "resview/apparmor.h"
+#include "resview/chain.h"
 #include "resview/cli.h"
+#include "resview/engine.h"
+#include "resview/lxcfs.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <linux/magic.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/statfs.h>
+
+struct report {
+    int fails, warns;
+};
+
+static void RV_PRINTF(3, 4) say(struct report *r, const char *level, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (strcmp(level, "FAIL") == 0)
+        r->fails++;
+    else if (strcmp(level, "warn") == 0)
+        r->warns++;
+    printf("%-5s ", level);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+}
+
+static bool executable(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
+
+static void check_binaries(struct report *r, const struct rv_config *cfg)
+{
+    char self[PATH_MAX], path[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    if (n <= 0)
+        return;
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    if (rv_snprintf(path, sizeof(path), "%s/resview-runtime", self) < 0)
+        return;
+    if (executable(path))
+        say(r, "ok", "runtime shim `%s`", path);
+    else
+        say(r, "FAIL", "runtime shim `%s` missing: run install.sh (or make install)", path);
+    if (executable(cfg->hook_path))
+        say(r, "ok", "hook `%s`", cfg->hook_path);
+    else
+        say(r, "FAIL", "hook `%s` (hook.path) missing or not executable: install it or fix hook.path",
+            cfg->hook_path);
+}
+
+static void check_config(struct report *r, const struct rv_config *cfg)
+{
+    struct rv_config fresh;
+    struct rv_error err = { 0 };
+    char next[PATH_MAX];
+
+    if (rv_config_load(&fresh, &err) < 0) {
+        say(r, "FAIL", "configuration: %s; fix the file (the binaries refuse to edit containers)", err.msg);
+        return;
+    }
+    if (fresh.path[0])
+        say(r, "ok", "configuration `%s`", fresh.path);
+    else
+        say(r, "ok", "configuration: built-in defaults (no %s)", RV_CONFIG_DEFAULT);
+    for (int i = 0; i < fresh.n_warnings; i++)
+        say(r, "warn", "configuration: %s", fresh.warnings[i]);
+    if (rv_chain_next(cfg, next, sizeof(next), &err) < 0)
+        say(r, "FAIL", "%s", err.msg);
+    else
+        say(r, "ok", "next runtime: `%s`", next);
+}
+
+static void check_lxcfs(struct report *r, const struct rv_config *cfg)
+{
+    struct rv_lxcfs lx;
+    struct rv_error err = { 0 };
+
+    if (rv_lxcfs_discover(cfg->lxcfs_root, 2000, &lx, &err) < 0) {
+        say(r, "FAIL", "LXCFS check: %s", err.msg);
+        return;
+    }
+    if (!lx.live) {
+        say(r, cfg->lxcfs_required ? "FAIL" : "warn",
+            "LXCFS on `%s` is not live (%s): containers start with the host's /proc%s; "
+            "start lxcfs (systemctl start lxcfs), then `resview repair`",
+            cfg->lxcfs_root, lx.why, cfg->lxcfs_required ? " - no, lxcfs.required refuses them" : "");
+        return;
+    }
+    char files[1024] = "";
+    size_t o = 0;
+    for (unsigned i = 0; i < lx.n && i < RV_LXCFS_FILES_MAX; i++) {
+        int k = snprintf(files + o, sizeof(files) - o, "%s%s", i ? " " : "", lx.files[i]);
+        if (k < 0 || (size_t)k >= sizeof(files) - o)
+            break;
+        o += (size_t)k;
+    }
+    say(r, "ok", "LXCFS live on `%s`: %u files answer (%s)", cfg->lxcfs_root, lx.n, files);
+}
+
+static void check_kernel(struct report *r, const struct rv_config *cfg)
+{
+    struct statfs sf;
+    enum rv_aa_state aa;
+    struct rv_error err = { 0 };
+
+    if (statfs("/sys/fs/cgroup", &sf) == 0) {
+        if (sf.f_type == CGROUP2_SUPER_MAGIC)
+            say(r, "ok", "cgroup v2 (unified)");
+        else if (statfs("/sys/fs/cgroup/unified", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+            say(r, "ok", "cgroup v1 (hybrid: cgroup2 at /sys/fs/cgroup/unified)");
+        else
+            say(r, "ok", "cgroup v1 (legacy)");
+    } else
+        say(r, "warn", "/sys/fs/cgroup: %s: limits of ancestors cannot be read", strerror(errno));
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0)
+        say(r, "ok", "seccomp available");
+    else
+        say(r, cfg->fuse_allowed ? "FAIL" : "warn",
+            "seccomp not available (%s): FUSE grants need it", strerror(errno));
+    if (rv_apparmor_state(NULL, NULL, cfg->apparmor_profile, &aa, &err) < 0)
+        say(r, "FAIL", "AppArmor: %s", err.msg);
+    else if (aa == RV_AA_DISABLED)
+        say(r, "ok", "AppArmor not enabled: FUSE containers get no AppArmor profile "
+            "(seccomp cannot restrict the file system type of mount)");
+    else if (aa == RV_AA_LOADED)
+        say(r, "ok", "AppArmor profile `%s` loaded", cfg->apparmor_profile);
+    else
+        say(r, cfg->fuse_allowed ? "FAIL" : "warn",
+            "AppArmor is enabled but profile `%s` is not loaded: FUSE requests are refused; "
+            "load it: apparmor_parser -r /etc/apparmor.d/%s", cfg->apparmor_profile,
+            cfg->apparmor_profile);
+}
+
+static void check_dirs(struct report *r, const struct rv_config *cfg)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    if (stat(cfg->state_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        say(r, "FAIL", "state_dir `%s` is not a directory", cfg->state_dir);
+    else
+        say(r, "ok", "state directory `%s`%s", cfg->state_dir,
+            stat(cfg->state_dir, &st) == 0 ? "" : " (created on first use)");
+    if (rv_snprintf(dir, sizeof(dir), "%s", cfg->log_file) >= 0 && strrchr(dir, '/')) {
+        char *s = strrchr(dir, '/');
+        if (s != dir)
+            *s = '\0';
+        if (access(dir, W_OK) != 0)
+            say(r, "warn", "log directory `%s` not writable: errors only reach stderr", dir);
+        else
+            say(r, "ok", "log file `%s`", cfg->log_file);
+    }
+}
+
+static void check_engine(struct report *r, const struct rv_engine *e, const char *path, bool named)
+{
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists;
+    char detail[512] = "";
+    struct rv_error err = { 0 };
+
+    if (!path)
+        path = e->default_config;
+    if (rv_engine_read(path, &text, &len, &exists, &err) < 0) {
+        say(r, "FAIL", "%s: %s", e->name, err.msg);
+        return;
+    }
+    if (!exists) {
+        if (named)
+            say(r, "FAIL", "%s: `%s` does not exist: resview configure --engine=%s", e->name, path, e->name);
+        return;
+    }
+    int st = e->status(text, len, detail, sizeof(detail), &err);
+    if (st < 0)
+        say(r, "FAIL", "%s: `%s`: %s; the engine cannot read it either, fix it", e->name, path, err.msg);
+    else if (st == 0)
+        say(r, named ? "FAIL" : "info", "%s: `%s` has no resview entry: resview configure --engine=%s",
+            e->name, path, e->name);
+    else
+        say(r, "ok", "%s: `%s`: %s", e->name, path, detail);
+}
 
 int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
 {
-    (void)cfg;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "resview doctor: not available in this build yet\n");
-    return 1;
+    static const struct option longopts[] = {
+        { "engine", required_argument, NULL, 'e' },
+        { "config", required_argument, NULL, 'c' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const struct rv_engine *engine = NULL;
+    const char *config = NULL;
+    struct report r = { 0, 0 };
+    int c;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'e':
+            if (!(engine = rv_engine_find(optarg))) {
+                fprintf(stderr, "resview doctor: unknown engine `%s`\n", optarg);
+                return 2;
+            }
+            break;
+        case 'c': config = optarg; break;
+        case 'h':
+            printf("usage: resview doctor [--engine=NAME [--config PATH]]\n");
+            return 0;
+        default:
+            fprintf(stderr, "usage: resview doctor [--engine=NAME [--config PATH]]\n");
+            return 2;
+        }
+    }
+    if (config && !engine) {
+        fprintf(stderr, "resview doctor: --config goes with --engine\n");
+        return 2;
+    }
+    check_binaries(&r, cfg);
+    check_config(&r, cfg);
+    check_dirs(&r, cfg);
+    check_lxcfs(&r, cfg);
+    check_kernel(&r, cfg);
+    if (engine)
+        check_engine(&r, engine, config, true);
+    else
+        for (size_t i = 0; rv_engines[i]; i++)
+            check_engine(&r, rv_engines[i], NULL, false);
+    printf("%d problem(s), %d warning(s)\n", r.fails, r.warns);
+    return r.fails ? 1 : 0;
 }

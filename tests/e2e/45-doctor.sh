@@ -1,0 +1,48 @@
+#!/bin/bash
+# 45-doctor.sh - `resview doctor` reports what works and what to fix.
+source "$(dirname "$0")/../lib/common.sh"
+LXCFS_DIR=$T/lxcfs
+lxcfs_start "$LXCFS_DIR" || exit 1
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+rv_config "$T/config.json"
+export RESVIEW_CONFIG=$T/config.json
+
+out=$("$CLI" doctor 2>&1); rc=$?
+t_eq "healthy setup: exit 0" "$rc" "0"
+t_contains "names the configuration" "$out" "configuration \`$T/config.json\`"
+t_contains "LXCFS live, with the files that answer" "$out" "LXCFS live on \`$LXCFS_DIR\`"
+t_contains "lists proc/meminfo among them" "$out" "proc/meminfo"
+t_contains "cgroup version" "$out" "cgroup v"
+t_contains "next runtime" "$out" "next runtime: \`"
+
+lxcfs_stop "$LXCFS_DIR"
+out=$("$CLI" doctor 2>&1); rc=$?
+t_contains "LXCFS down: says so and how to fix" "$out" "resview repair"
+t_eq "LXCFS down, not required: warning only (exit 0)" "$rc" "0"
+rv_config "$T/req.json" '{"lxcfs": {"required": true}}'
+RESVIEW_CONFIG=$T/req.json "$CLI" doctor >/dev/null 2>&1; rc=$?
+t_eq "LXCFS down and lxcfs.required: exit 1" "$rc" "1"
+
+rv_config "$T/warn.json" '{"no_such_key": 1}'
+out=$(RESVIEW_CONFIG=$T/warn.json "$CLI" doctor 2>&1)
+t_contains "unknown configuration key: a warning" "$out" "no_such_key"
+
+echo '{"runtimes": ' >"$T/broken.json"
+out=$(RESVIEW_CONFIG=$T/broken.json "$CLI" doctor 2>&1); rc=$?
+t_eq "broken configuration: exit 1" "$rc" "1"
+t_contains "broken configuration: FAIL line" "$out" "FAIL  configuration"
+
+rv_config "$T/nort.json" '{"runtimes": ["no-such-runtime"]}'
+out=$(RESVIEW_CONFIG=$T/nort.json "$CLI" doctor 2>&1); rc=$?
+t_contains "no next runtime: FAIL with the reason" "$out" "no-such-runtime (not found)"
+
+cp "$TOP/tests/samples/daemon.json" "$T/daemon.json"
+out=$("$CLI" doctor --engine=docker --config "$T/daemon.json" 2>&1); rc=$?
+t_contains "engine without the entry: says how to add it" "$out" "resview configure --engine=docker"
+t_eq "engine named but not configured: exit 1" "$rc" "1"
+"$CLI" configure --engine=docker --config "$T/daemon.json" --runtime-path "$RUNTIME" >/dev/null
+out=$("$CLI" doctor --engine=docker --config "$T/daemon.json" 2>&1)
+t_contains "configured engine: shows the entry" "$out" "ok    docker: \`$T/daemon.json\`: path = $RUNTIME"
+cp "$TOP/tests/samples/bad-string.toml" "$T/bad.toml"
+out=$("$CLI" doctor --engine=containerd --config "$T/bad.toml" 2>&1)
+t_contains "unparsable engine file: FAIL with the line" "$out" "line 3: unterminated string"
