@@ -305,7 +305,8 @@ int rv_plan_finish(struct rv_toml_plan *plan, const char *base, size_t len, bool
     cleanup_free char *mid = NULL;
     size_t pos = 0;
 
-    qsort(plan->patches, plan->n_patches, sizeof(*plan->patches), patch_cmp);
+    if (plan->n_patches) /* qsort(NULL, 0, ...) is undefined (UBSan) */
+        qsort(plan->patches, plan->n_patches, sizeof(*plan->patches), patch_cmp);
     if (rv_strcatf(&mid, err, "%s", "") < 0)
         return -1;
     for (size_t i = 0; i < plan->n_patches; i++) {

@@ -39,3 +39,9 @@ asan:
 	    LDFLAGS="-fsanitize=address,undefined" \
 	    $(ASAN_BUILD)/resview-runtime $(ASAN_BUILD)/resview-hook $(ASAN_BUILD)/resview \
 	    $(UNIT_SRCS:tests/unit/%.c=$(ASAN_BUILD)/tests/%)
+
+# The shim's steps without the final exec (valgrind leak check of the whole path).
+$(BUILD)/hardening:
+	mkdir -p $@
+$(BUILD)/hardening/shim-inproc: tests/fuzz/shim_inproc.c $(BUILD)/libresview.a | $(BUILD)/hardening
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/libresview.a $(LIBS_HOT)
