@@ -30,6 +30,7 @@ t_contains "the shim ran with the test configuration (log)" "$(cat "$T/resview.l
 
 out=$(run --cpus 1.5 -m 512m rvtest:busybox /bin/env 2>&1)
 t_not_contains "plain runc (no --runtime): no GOMAXPROCS" "$out" "GOMAXPROCS"
+t_contains "(that container ran)" "$out" "PATH="
 
 out=$(run --runtime resview --cpus 1 -m 256m rvtest:busybox /bin/sh -c \
     'grep -c ^processor /proc/cpuinfo; grep MemTotal /proc/meminfo' 2>&1)

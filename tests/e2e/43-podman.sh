@@ -57,15 +57,17 @@ t_contains "default runtime resview: podman run without --runtime gets GOMAXPROC
 
 t_ok "configure --uninstall" "$CLI" configure --engine=podman --config "$T/containers.conf" --uninstall
 t_ok "containers.conf restored byte for byte" cmp "$T/containers.conf" "$T/containers.conf.orig"
-out=$(run --cpus 1.5 localhost/rvtest:busybox /bin/env 2>&1)
+out=$(run --runtime runc --cpus 1.5 localhost/rvtest:busybox /bin/env 2>&1)
 t_not_contains "after uninstall: plain runc again" "$out" "GOMAXPROCS"
+t_contains "(that container ran)" "$out" "PATH="
 
 # LXCFS views alone through a hooks.d file (hooks/oci/, when in the tree)
 if ls "$TOP"/hooks/oci/*.json >/dev/null 2>&1; then
     mkdir -p "$T/hooks.d"
     for f in "$TOP"/hooks/oci/*.json; do
-        jq --arg h "$HOOK" '.hook.path = $h' "$f" >"$T/hooks.d/$(basename "$f")"
+        jq --arg h "$HOOK" --arg c "RESVIEW_CONFIG=$T/config.json" '.hook.path = $h | .hook.env = [$c]' \
+            "$f" >"$T/hooks.d/$(basename "$f")"
     done
-    out=$(run --hooks-dir "$T/hooks.d" -m 256m localhost/rvtest:busybox /bin/grep MemTotal /proc/meminfo 2>&1)
+    out=$(run --runtime runc --hooks-dir "$T/hooks.d" -m 256m localhost/rvtest:busybox /bin/grep MemTotal /proc/meminfo 2>&1)
     t_contains "podman --hooks-dir (hooks/oci) with plain runc: LXCFS MemTotal 262144 kB" "$out" "262144 kB"
 fi
