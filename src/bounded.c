@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <stdbool.h>
+#include <string.h>
 #include <time.h>
 
 #ifndef CLONE_PIDFD
@@ -21,6 +23,25 @@ struct trampoline {
     int (*fn)(void *);
     void *arg;
 };
+
+void *rv_shared_alloc(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void rv_shared_free(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+/* valgrind cannot run a CLONE_VM child that is not a thread */
+static bool fork_only(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    return (pre && strstr(pre, "vgpreload")) || getenv("RESVIEW_BOUNDED_FORK");
+}
 
 static int child_main(void *p)
 {
@@ -90,9 +111,17 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED)
         return rv_fail(err, errno, "allocate a stack");
-    pid = clone(child_main, (char *)stack + CHILD_STACK, base | CLONE_PIDFD, &t, &pidfd);
-    if (pid < 0 && errno == EINVAL)
-        pid = clone(child_main, (char *)stack + CHILD_STACK, base, &t);
+    if (fork_only()) {
+        pid = fork();
+        if (pid == 0)
+            _exit(child_main(&t));
+        if (pid > 0)
+            pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    } else {
+        pid = clone(child_main, (char *)stack + CHILD_STACK, base | CLONE_PIDFD, &t, &pidfd);
+        if (pid < 0 && errno == EINVAL)
+            pid = clone(child_main, (char *)stack + CHILD_STACK, base, &t);
+    }
     if (pid < 0) {
         r = rv_fail(err, errno, "clone");
         munmap(stack, CHILD_STACK);

@@ -9,11 +9,12 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: resview repair [--all] [ID...]\n"
+    fprintf(f, "usage: resview repair [--all] [--wait SECONDS] [ID...]\n"
                "  Put live LXCFS views back into running containers (after LXCFS died,\n"
                "  restarted or started late). Without IDs: every container resview\n"
                "  recorded; --all: also every other mount namespace on the host with\n"
-               "  stale LXCFS views. Records of containers that are gone are dropped.\n");
+               "  stale LXCFS views. Records of containers that are gone are dropped.\n"
+               "  --wait: give LXCFS that long to answer first (lxcfs.service ExecStartPost).\n");
 }
 
 int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
@@ -26,6 +27,13 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0) {
             o.all = true;
+        } else if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc) {
+            uint64_t secs;
+            if (rv_parse_u64(argv[++i], &secs) < 0 || secs > 3600) {
+                fprintf(stderr, "resview repair: --wait: expected seconds (0..3600)\n");
+                return 2;
+            }
+            o.wait_ms = (int)secs * 1000;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;

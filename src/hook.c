@@ -157,13 +157,12 @@ static void record(const struct rv_config *cfg, const char *id, const struct rv_
         rv_log(RV_WARN, "record the views: %s", rec ? err.msg : "out of memory");
 }
 
-static int hook_oci(struct rv_config *cfg)
+static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
     struct rv_error err;
     struct rv_hook_state st;
     struct rv_spec spec;
     cleanup_free char *text = NULL;
-    cleanup_free struct hook_job *job = NULL;
     size_t len = 0;
     int r, status;
     char why[RV_ERRMSG_MAX + 64];
@@ -187,12 +186,6 @@ static int hook_oci(struct rv_config *cfg)
         rv_log(RV_DEBUG, "LXCFS views: off for this container");
         rv_spec_free(&spec);
         return 0;
-    }
-    job = calloc(1, sizeof(*job));
-    if (!job) {
-        rv_spec_free(&spec);
-        rv_log(RV_ERROR, "out of memory");
-        return 1;
     }
     job->req.pid = st.pid;
     job->req.replace_foreign = true;
@@ -259,6 +252,21 @@ static int hook_oci(struct rv_config *cfg)
            (int)st.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
     record(cfg, st.id, &job->req, "ok", NULL);
     return 0;
+}
+
+/* The job is shared with the bounded child (see bounded.h). */
+static int hook_oci(struct rv_config *cfg)
+{
+    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+    int r;
+
+    if (!job) {
+        rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
+        return 1;
+    }
+    r = hook_oci_job(cfg, job);
+    rv_shared_free(job, sizeof(*job));
+    return r;
 }
 
 int rv_hook_main(int argc, char **argv)

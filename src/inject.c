@@ -327,11 +327,18 @@ static int inject_child(void *arg)
 
 int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err)
 {
+    struct rv_inject *shared = rv_shared_alloc(sizeof(*shared));
     struct rv_error e;
-    int status;
+    int status, r;
 
     req->error[0] = '\0';
-    if (rv_run_bounded(inject_child, req, timeout_ms, &status, &e) < 0) {
+    if (!shared)
+        return rv_fail(err, errno, "pid %d: shared memory", (int)req->pid);
+    *shared = *req;
+    r = rv_run_bounded(inject_child, shared, timeout_ms, &status, &e);
+    *req = *shared;
+    rv_shared_free(shared, sizeof(*shared));
+    if (r < 0) {
         /* killed half-way: what it did is unknown, count every view as failed */
         if (e.errnum == ETIMEDOUT) {
             req->n_failed = req->n;

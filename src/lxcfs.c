@@ -116,21 +116,26 @@ static int probe_child(void *arg)
 int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
                       struct rv_error *err)
 {
-    struct probe_call c = { root, out };
+    struct rv_lxcfs *shared = rv_shared_alloc(sizeof(*shared));
+    struct probe_call c = { root, shared };
     struct rv_error e;
     int status;
 
     memset(out, 0, sizeof(*out));
+    if (!shared)
+        return rv_fail(err, errno, "probe LXCFS at `%s`", root);
     if (rv_run_bounded(probe_child, &c, timeout_ms, &status, &e) < 0) {
+        rv_shared_free(shared, sizeof(*shared));
         if (e.errnum != ETIMEDOUT)
             return rv_fail(err, e.errnum, "probe LXCFS at `%s`: %s", root, e.msg);
-        memset(out, 0, sizeof(*out));
         snprintf(out->root, sizeof(out->root), "%s", root);
         snprintf(out->why, sizeof(out->why), "LXCFS at `%s` does not answer (hung?): %s", root,
                  e.msg);
         out->mounted = true;
         return 0;
     }
+    *out = *shared;
+    rv_shared_free(shared, sizeof(*shared));
     if (status != 0 && !out->why[0])
         snprintf(out->why, sizeof(out->why), "probe of `%s` died (status %d)", root, status);
     if (status != 0)

@@ -13,6 +13,7 @@
 #include <libmount.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 struct ns_seen {
     ino_t *ino;
@@ -284,8 +285,14 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     c->o = o;
     c->st = st;
     c->out = out;
-    if (rv_lxcfs_discover(cfg->lxcfs_root, 2000, &c->lx, err) < 0)
-        return -1;
+    for (int waited = 0;; waited += 50) {
+        struct timespec nap = { 0, 50 * 1000 * 1000 };
+        if (rv_lxcfs_discover(cfg->lxcfs_root, 2000, &c->lx, err) < 0)
+            return -1;
+        if (c->lx.live || waited >= o->wait_ms)
+            break;
+        nanosleep(&nap, NULL);
+    }
     if (!c->lx.live) {
         free(c->seen.ino);
         return rv_fail(err, 0, "LXCFS is not answering: %s", c->lx.why);

@@ -14,6 +14,7 @@ struct rv_repair_opts {
     bool all;                 /* also scan every mount namespace for stale views */
     char *const *ids;         /* only these recorded containers (n_ids > 0) */
     int n_ids;
+    int wait_ms;              /* wait up to this long for LXCFS to answer */
 };
 
 struct rv_repair_stats {

@@ -20,9 +20,11 @@ t_contains "LXCFS down: warning logged" "$(cat "$T/resview.log")" "LXCFS is down
 RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
 t_eq "repair while LXCFS is down: fails" "$rc" "1"
 t_contains "repair while LXCFS is down: says why" "$(cat "$T/out")" "LXCFS is not answering"
+# `repair --wait` (lxcfs.service ExecStartPost) waits for LXCFS to answer.
+RESVIEW_CONFIG=$T/config.json "$CLI" repair --wait 30 >"$T/out" 2>&1 & rp=$!
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
-RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
-t_eq "repair attaches views to both: exit 0" "$rc" "0"
+wait $rp; rc=$?
+t_eq "repair --wait, LXCFS started meanwhile: attaches views to both: exit 0" "$rc" "0"
 t_contains "repair attaches views to both: summary" "$(cat "$T/out")" "scanned 2, repaired 2, failed 0"
 t_eq "repair: runc container now reads its limit" "$(mem_inside late-r-$$)" "524288"
 t_eq "repair: crun container now reads its limit" "$(mem_inside c-late-$$)" "524288"
