@@ -6,12 +6,33 @@
 #include "resview/engine.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
 static bool ours(const char *text)
 {
     return strstr(text, RV_OWNED_MARK) != NULL;
+}
+
+/* Whether hook says it has no --enroot mode (a build without it): installing
+ * the script would then fail every enroot container start. */
+static bool hook_lacks_enroot(const char *hook)
+{
+    char cmd[PATH_MAX + 64], line[512];
+    bool lacks = false;
+
+    if (access(hook, X_OK) != 0 || rv_snprintf(cmd, sizeof(cmd), "env -i '%s' --enroot 2>&1 </dev/null", hook) < 0)
+        return false;
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return false;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "not available in this build"))
+            lacks = true;
+    pclose(f);
+    return lacks;
 }
 
 static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
@@ -34,6 +55,9 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     }
     if (strchr(o->hook_path, '\''))
         return rv_fail(err, 0, "`%s`: a quote in the hook path", o->hook_path);
+    if (hook_lacks_enroot(o->hook_path))
+        return rv_fail(err, 0, "`%s` has no --enroot mode in this build: the hook script would fail "
+                       "every enroot start", o->hook_path);
     if (asprintf(&res->text,
                  "#!/bin/sh\n"
                  RV_OWNED_MARK "\n"

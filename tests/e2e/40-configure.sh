@@ -52,10 +52,15 @@ refuse slurm bad-oci.conf "expected \`Key=Value\`"
 # files that did not exist: created, then removed by --uninstall
 for e in containerd docker crio podman slurm enroot; do
     f=$T/new/$e.conf
-    t_ok "$e: creates a missing file" "$CLI" configure --engine=$e --config "$f" --runtime-path "$RT"
+    t_ok "$e: creates a missing file" "$CLI" configure --engine=$e --config "$f" --runtime-path "$RT" --hook-path "${RT%-runtime}-hook"
     t_ok "$e: --uninstall removes the file it created" sh -c "'$CLI' configure --engine=$e --config '$f' --uninstall && ! test -e '$f'"
 done
-t_ok "enroot hook script is executable" sh -c "'$CLI' configure --engine=enroot --config '$T/e.sh' && test -x '$T/e.sh'"
+t_ok "enroot hook script is executable" sh -c "'$CLI' configure --engine=enroot --config '$T/e.sh' --hook-path /opt/resview/bin/resview-hook && test -x '$T/e.sh'"
+if "$HOOK" --enroot 2>&1 </dev/null | grep -q "not available in this build"; then
+    out=$("$CLI" configure --engine=enroot --config "$T/e2.sh" --hook-path "$HOOK" 2>&1); rc=$?
+    t_eq "enroot: refused while resview-hook has no --enroot mode" "$rc" "1"
+    t_ok "enroot: no script written then" test ! -e "$T/e2.sh"
+fi
 
 out=$("$CLI" configure --engine=nosuch 2>&1); rc=$?
 t_eq "unknown engine: usage error" "$rc" "2"
