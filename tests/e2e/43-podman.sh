@@ -30,7 +30,7 @@ export CONTAINERS_CONF=$T/containers.conf
 pm() {
     podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager cgroupfs "$@"
 }
-t_cleanup "pm rm -af -t 0; pm system reset -f"
+t_cleanup "pm rm -af -t 0"   # (not `system reset`: it also clears host-wide network files)
 run() {
     pm run --rm --network none --cgroup-parent "$CG_PARENT" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$@"
