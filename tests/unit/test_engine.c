@@ -135,11 +135,22 @@ static void scanner(void)
         "s = \"\"\"\nx\\\n  y\"\"\"\n", "x = [\n 1, # c\n 2,\n]\n", "d = 1979-05-27T07:32:00-08:00\n",
         "t = {a.b = 1, c = {d = [1]}}\n", "\xef\xbb\xbf" "a = -inf\r\nb = +0x1f\r\n", "",
         "[a.b]\n[a]\n", "'k.k' = 1\n\"k k\" = 2\n",
+        /* from the TOML 1.0 specification */
+        "[fruit]\napple.color = \"red\"\napple.taste.sweet = true\n[fruit.apple.texture]\nsmooth = true\n",
+        "\"\" = \"blank\"\n", "ld = 1979-05-27\nlt = 07:32:00.999\nf = 6.626e-34\ng = -0.01\nh = 1_000\n",
+        "arr = [ [ 1, 2 ], [\"a\", 'b'] ]\ne = [ ]\n", "[dog.\"tater.man\"]\ntype.name = \"pug\"\n",
+        "[ j . \"\xca\x9e\" . 'l' ]\n", "[[products]]\nname = \"Hammer\"\n\n[[products]]\n\n[[products]]\nname = \"Nail\"\n",
+        "s = \"\"\"\"This,\" she said, \"is just a pointless statement.\"\"\"\"\n",
+        "l = '''That's still pointless', she said.'''\n",
+        "[[fruits]]\nname = \"apple\"\n[fruits.physical]\ncolor = \"red\"\n[[fruits.varieties]]\nname = \"red delicious\"\n"
+        "[[fruits]]\nname = \"banana\"\n[[fruits.varieties]]\nname = \"plantain\"\n",
     };
     static const char *bad[] = {
         "a = 1\na = 2\n", "[a]\n[a]\n", "a = 1 b = 2\n", "a = \"x\n", "a = [1 2]\n",
         "a = {b = 1\n", "[a\n", "a.b = 1\n[a]\n", "a = 1\n[a.b]\n", "= 1\n", "a = \"\\q\"\n",
         "a = 'x' # \x01\n", "t = {a = 1}\n[t.b]\n", "[[a]]\n[a]\n", "a = \n", "a = \"\"\"x\n",
+        "[fruit]\napple.color = \"red\"\n[fruit.apple]\n", "[[fruits]]\nname = 1\nname = 2\n",
+        "[a]\nb = 1\n[a.b]\n",
         "a = 1\0\n",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
