@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -112,6 +113,7 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
     if (stack == MAP_FAILED)
         return rv_fail(err, errno, "allocate a stack");
     if (fork_only()) {
+        fflush(NULL);   /* a forked child must not write our buffered output again */
         pid = fork();
         if (pid == 0)
             _exit(child_main(&t));

@@ -47,13 +47,65 @@ int rv_inject_add(struct rv_inject *req, const char *src, const char *dst)
     return 0;
 }
 
+/* Resolve path under dirfd as if dirfd were "/", following no symlink on
+ * the way (a trailing symlink is opened as itself, O_PATH|O_NOFOLLOW), no
+ * magic link, no "..". openat2() where the kernel has it (5.6), else the same
+ * by a walk over the components. */
+static int walk_path(int dirfd, const char *path, unsigned long flags)
+{
+    char buf[PATH_MAX], *save = NULL, *comp, *next;
+    cleanup_close int cur = -1;
+
+    if (rv_snprintf(buf, sizeof(buf), "%s", path) < 0)
+        return -1;
+    cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return -1;
+    comp = strtok_r(buf, "/", &save);
+    while (comp) {
+        struct stat st;
+        int fd;
+        next = strtok_r(NULL, "/", &save);
+        if (strcmp(comp, ".") == 0) {
+            comp = next;
+            continue;
+        }
+        if (strcmp(comp, "..") == 0) {
+            errno = EXDEV;
+            return -1;
+        }
+        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (next ? 0 : (int)flags));
+        if (fd < 0)
+            return -1;
+        if (next && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))) {
+            int e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        close(cur);
+        cur = fd;
+        comp = next;
+    }
+    return move_fd(cur);
+}
+
 static int openat2_path(int dirfd, const char *path, unsigned long flags)
 {
+    static bool no_openat2;
     struct open_how how = {
         .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | flags,
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
     };
-    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+    int fd;
+
+    if (!no_openat2) {
+        fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        if (fd >= 0 || errno != ENOSYS)
+            return fd;
+        no_openat2 = true;
+    }
+    return walk_path(dirfd, path, flags);
 }
 
 static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
@@ -214,14 +266,14 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
 
             snprintf(name, sizeof(name), "%d", fd);
             if (rv_snprintf(src, sizeof(src), "%s/%s", req->lxcfs_root, v->src) < 0 ||
-                fchdir(procfd) < 0 || mount(src, name, NULL, MS_BIND, NULL) < 0) {
+                fchdir(procfd) < 0 || mount(src, name, "none", MS_BIND, NULL) < 0) {
                 view_set(v, RV_VIEW_FAILED, "bind `%s`: %s", src, strerror(errno));
                 return;
             }
             nfd = openat2_path(rootfd, v->dst, 0);
             snprintf(name, sizeof(name), "%d", nfd);
             if (nfd < 0 || fchdir(procfd) < 0 ||
-                mount(NULL, name, NULL,
+                mount("none", name, "none",
                       MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                       NULL) < 0) {
                 int e = errno;

@@ -114,3 +114,14 @@ out=$(jq -n --arg b "$T/b-runc-prestart" --argjson p $gone '{id: "gone", pid: $p
 t_eq "hook: process exited before the hook: exit 0" "$rc" "0"
 t_ok "hook: nothing recorded for it" test ! -e "$T/state/containers/gone/views"
 t_contains "hook: the gone process is logged" "$(cat "$T/resview.log")" "is gone"
+
+# The fallback for kernels without open_tree (a bind from the host path inside
+# the container's namespace before pivot_root), forced: runc and crun.
+for rt in runc crun; do
+    rv_bundle "$T/legacy-$rt" ".process.args = [\"/bin/sh\", \"-c\", $(jq -Rn --arg s "$READ" '$s')] | $LIMITS"
+    jq --arg h "$HOOK" --arg c "$T/config.json" '.hooks.prestart = [{path: $h, args: ["resview-hook"], env: ["RESVIEW_CONFIG=" + $c, "RESVIEW_LEGACY_BIND=1"]}]' "$T/legacy-$rt/config.json" >"$T/legacy-$rt/c.json" && mv "$T/legacy-$rt/c.json" "$T/legacy-$rt/config.json"
+    out=$(run_plain $rt "legacy-$rt-$$" "$T/legacy-$rt" 2>&1)
+    t_contains "bind fallback ($rt): MemTotal is the limit" "$out" "MemTotal:         524288 kB"
+    t_contains "bind fallback ($rt): read-only, nosuid, nodev, noexec" "$out" "/proc/meminfo ro,nosuid,nodev,noexec"
+    t_contains "bind fallback ($rt): nine views" "$out" $'\n9\n'
+done

@@ -1,0 +1,63 @@
+/* test_lxcfs.c - LXCFS candidates, liveness probe, process start time. */
+#define _GNU_SOURCE
+#include "resview/lxcfs.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int main(void)
+{
+    unsigned long long st = 0;
+    struct rv_lxcfs lx;
+    struct rv_error err;
+    char dir[] = "/tmp/rv-unit-lxcfs.XXXXXX";
+
+    /* field 22; the command may hold spaces and parentheses */
+    ok(rv_parse_stat_start("42 (sleep) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 1000 200",
+                           &st) == 0 && st == 12345, "start time: plain command");
+    ok(rv_parse_stat_start("42 (a) b) (c ) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 777 1 2",
+                           &st) == 0 && st == 777, "start time: ')' and spaces in the command");
+    ok(rv_parse_stat_start("42 (short) S 1 2 3", &st) < 0, "start time: truncated line refused");
+    ok(rv_parse_stat_start("no parenthesis at all", &st) < 0, "start time: garbage refused");
+    ok(rv_parse_stat_start("42 (x) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12x 1", &st) < 0,
+       "start time: non-numeric field refused");
+    {
+        int fd = open("/proc/self", O_PATH | O_DIRECTORY);
+        ok(fd >= 0 && rv_pid_start_time(fd, &st) == 0 && st > 0, "start time of this process");
+        close(fd);
+    }
+
+    ok(rv_lxcfs_is_candidate("proc/meminfo"), "proc/meminfo is a candidate");
+    ok(rv_lxcfs_is_candidate("sys/devices/system/cpu/online"), "cpu/online is a candidate");
+    ok(rv_lxcfs_is_candidate("proc/pressure/io"), "pressure files are candidates (LXCFS 7)");
+    ok(!rv_lxcfs_is_candidate("/proc/meminfo"), "absolute path is not a candidate name");
+    ok(!rv_lxcfs_is_candidate("proc/self/environ"), "other /proc files are not candidates");
+    ok(!rv_lxcfs_is_candidate("proc/../proc/meminfo"), "no path games");
+    ok(rv_lxcfs_ncandidates == 12, "twelve candidates");
+
+    /* a plain directory with the files is not LXCFS */
+    ok(mkdtemp(dir) != NULL, "temp dir");
+    {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/proc", dir);
+        mkdir(p, 0755);
+        snprintf(p, sizeof(p), "%s/proc/meminfo", dir);
+        close(open(p, O_CREAT | O_WRONLY, 0644));
+    }
+    rv_lxcfs_probe(dir, &lx);
+    ok(!lx.live && !lx.mounted, "plain directory: not live, nothing mounted");
+    ok(strstr(lx.why, "no LXCFS mounted") != NULL, "plain directory: says why (%s)", lx.why);
+    ok(rv_lxcfs_discover("/nonexistent/resview", 1000, &lx, &err) == 0 && !lx.live &&
+           strstr(lx.why, "No such file") != NULL,
+       "missing root: not live, says why (%s)", lx.why);
+    {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            printf("# cleanup of %s failed\n", dir);
+    }
+    return unit_done();
+}
