@@ -173,7 +173,7 @@ static void check_engine(struct report *r, const struct rv_engine *e, const char
     cleanup_free char *text = NULL;
     size_t len;
     bool exists;
-    char detail[512] = "";
+    char detail[512] = "", exe[PATH_MAX] = "";
     struct rv_error err = { 0 };
 
     if (!path)
@@ -187,12 +187,15 @@ static void check_engine(struct report *r, const struct rv_engine *e, const char
             say(r, "FAIL", "%s: `%s` does not exist: resview configure --engine=%s", e->name, path, e->name);
         return;
     }
-    int st = e->status(text, len, detail, sizeof(detail), &err);
+    int st = e->status(text, len, detail, sizeof(detail), exe, sizeof(exe), &err);
     if (st < 0)
         say(r, "FAIL", "%s: `%s`: %s; the engine cannot read it either, fix it", e->name, path, err.msg);
     else if (st == 0)
         say(r, named ? "FAIL" : "info", "%s: `%s` has no resview entry: resview configure --engine=%s",
             e->name, path, e->name);
+    else if (exe[0] && !executable(exe))
+        say(r, "FAIL", "%s: `%s` runs `%s`, which is missing or not executable: install it "
+            "(install.sh) or run resview configure --engine=%s again", e->name, path, exe, e->name);
     else
         say(r, "ok", "%s: `%s`: %s", e->name, path, detail);
 }

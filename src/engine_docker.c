@@ -169,15 +169,18 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     return 0;
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
+                  struct rv_error *err)
 {
     cleanup_json json_t *root = NULL;
 
+    exe[0] = '\0';
     if (load(text, len, "daemon.json", &root, err) < 0)
         return -1;
     json_t *p = rv_json_path(root, "runtimes.resview.path");
     if (!p || !json_is_string(p))
         return 0;
+    rv_snprintf(exe, exe_size, "%s", json_string_value(p));
     json_t *def = json_object_get(root, "default-runtime");
     rv_snprintf(detail, size, "path = %s%s", json_string_value(p),
                 def && json_is_string(def) && strcmp(json_string_value(def), "resview") == 0

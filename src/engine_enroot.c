@@ -72,14 +72,18 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     return 0;
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
+                  struct rv_error *err)
 {
     (void)len;
     (void)err;
+    exe[0] = '\0';
     if (!ours(text))
         return 0;
-    const char *e = strstr(text, "exec ");
+    const char *e = strstr(text, "exec '");
     rv_snprintf(detail, size, "%.*s", e ? (int)strcspn(e, "\n") : 0, e ? e : "");
+    if (e)
+        rv_snprintf(exe, exe_size, "%.*s", (int)strcspn(e + 6, "'"), e + 6);
     return 1;
 }
 

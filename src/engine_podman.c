@@ -41,17 +41,21 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     return rv_toml_engine_edit(o, old, len, exists, build, verify, res, err);
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
+                  struct rv_error *err)
 {
     struct rv_toml doc;
     int found = 0;
 
+    exe[0] = '\0';
     if (rv_toml_scan(text, len, &doc, err) < 0)
         return rv_wrap(err, "not valid TOML");
     const struct rv_toml_item *it = rv_toml_get(&doc, "engine.runtimes.resview");
     if (it && it->kind == RV_TOML_VALUE) {
         rv_snprintf(detail, size, "resview = %.*s", (int)(it->val_end - it->val_start),
                     text + it->val_start);
+        if (rv_toml_string(&doc, it, exe, exe_size) < 0)
+            exe[0] = '\0';
         found = 1;
     }
     rv_toml_free(&doc);

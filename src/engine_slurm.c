@@ -134,16 +134,26 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     return rv_marked_append(base, blen, block, created, &res->text, &res->len, err);
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, struct rv_error *err)
+static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
+                  struct rv_error *err)
 {
+    /* written by resview configure (any runtime path), or by hand with resview-runtime */
+    bool marked = memmem(text, len, RV_MARK_BEGIN, strlen(RV_MARK_BEGIN)) ||
+                  memmem(text, len, RV_MARK_WAS, strlen(RV_MARK_WAS));
+
+    exe[0] = '\0';
     if (check_syntax(text, len, err) < 0)
         return rv_wrap(err, "oci.conf");
     for (size_t p = 0; p < len;) {
         const char *line = text + p, *nl = memchr(line, '\n', len - p);
         size_t n = nl ? (size_t)(nl - line) : len - p, v;
         p += n + (nl ? 1 : 0);
-        if (command_line(line, n, &v) && memmem(line, n, "resview-runtime", 15)) {
+        if (command_line(line, n, &v) && (memmem(line, n, "resview-runtime", 15) || marked)) {
+            size_t w = v + (v < n && line[v] == '"' ? 1 : 0), we = w;
+            while (we < n && line[we] != ' ' && line[we] != '\t' && line[we] != '"')
+                we++;
             rv_snprintf(detail, size, "%.*s", (int)n, line);
+            rv_snprintf(exe, exe_size, "%.*s", (int)(we - w), line + w);
             return 1;
         }
     }

@@ -640,6 +640,25 @@ bool rv_toml_is_string(const struct rv_toml *doc, const struct rv_toml_item *it,
     return scan_string(&sc, buf, sizeof(buf)) == 0 && strcmp(buf, s) == 0;
 }
 
+int rv_toml_string(const struct rv_toml *doc, const struct rv_toml_item *it, char *out, size_t size)
+{
+    struct rv_error err;
+    struct rv_toml dummy = { 0 };
+    struct scan sc = { .s = doc->text, .len = it->val_end, .p = it->val_start, .line = 1,
+                       .doc = &dummy, .err = &err };
+
+    if (it->kind != RV_TOML_VALUE)
+        return -1;
+    if (cur(&sc) == '[') {
+        sc.p++;
+        if (skip_blank(&sc) < 0)
+            return -1;
+    }
+    if ((cur(&sc) != '"' && cur(&sc) != '\'') || (peek(&sc, 1) == cur(&sc) && peek(&sc, 2) == cur(&sc)))
+        return -1;
+    return scan_string(&sc, out, size);
+}
+
 char *rv_toml_quote(const char *s)
 {
     size_t n = strlen(s), o = 0;

@@ -44,8 +44,10 @@ struct rv_engine {
     int (*edit)(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
                 const char *backup, size_t backup_len, struct rv_edit_result *res,
                 struct rv_error *err);
-    /* Whether text carries a resview entry; *detail says which runtime path. */
-    int (*status)(const char *text, size_t len, char *detail, size_t size, struct rv_error *err);
+    /* Whether text carries a resview entry (1) or not (0); detail: the entry
+     * in a few words; exe: the program it runs ("" if unknown). */
+    int (*status)(const char *text, size_t len, char *detail, size_t size, char *exe,
+                  size_t exe_size, struct rv_error *err);
 };
 
 extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_podman,

@@ -62,6 +62,9 @@ char *rv_toml_raw(const struct rv_toml *doc, const struct rv_toml_item *it);
 /* Whether a value item is a basic or literal string equal to s. */
 bool rv_toml_is_string(const struct rv_toml *doc, const struct rv_toml_item *it, const char *s);
 
+/* The string value of a value item, or of the first element of an array
+ * value, into out; -1 if it is not a (single-line) string. */
+int rv_toml_string(const struct rv_toml *doc, const struct rv_toml_item *it, char *out, size_t size);
 /* A TOML basic string for s (quotes and escapes), allocated. */
 char *rv_toml_quote(const char *s);
 /* A key component: bare when it can be, quoted otherwise. */
