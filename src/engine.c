@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 
 #define CONFIG_MAX (8u << 20)
 
@@ -111,6 +112,15 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
 
     if (real_target(o->config ? o->config : e->default_config, path, sizeof(path), err) < 0)
         return -1;
+    /* Two configure runs at once must not interleave read and write. */
+    char dir[PATH_MAX];
+    cleanup_close int lock = -1;
+    if (rv_snprintf(dir, sizeof(dir), "%s", path) >= 0 && strrchr(dir, '/')) {
+        *strrchr(dir, '/') = '\0';
+        lock = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lock >= 0 && flock(lock, LOCK_EX) < 0)
+            return rv_fail(err, errno, "lock `%s`", dir);
+    }
     if (rv_snprintf(bpath, sizeof(bpath), "%s%s", path, RV_BACKUP_SUFFIX) < 0)
         return rv_fail(err, ENAMETOOLONG, "`%s`", path);
     if (rv_engine_read(path, &old, &len, &exists, err) < 0)

@@ -65,3 +65,14 @@ fi
 out=$("$CLI" configure --engine=nosuch 2>&1); rc=$?
 t_eq "unknown engine: usage error" "$rc" "2"
 t_contains "unknown engine: says so" "$out" "unknown engine \`nosuch\`"
+
+# concurrent configure / uninstall runs on one file: every result is whole
+cp "$S/containerd-v2.toml" "$T/conc.toml"
+for i in $(seq 1 10); do
+    "$CLI" configure --engine=containerd --config "$T/conc.toml" --runtime-path "$RT" >/dev/null 2>&1 &
+    "$CLI" configure --engine=containerd --config "$T/conc.toml" --uninstall >/dev/null 2>&1 &
+done
+wait
+t_ok "concurrent runs: the file still parses" "$CLI" configure --engine=containerd --config "$T/conc.toml" --runtime-path "$RT" --dry-run
+"$CLI" configure --engine=containerd --config "$T/conc.toml" --uninstall >/dev/null 2>&1
+t_ok "concurrent runs: uninstall gives back the original" cmp "$T/conc.toml" "$S/containerd-v2.toml"
