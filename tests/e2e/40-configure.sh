@@ -76,3 +76,16 @@ wait
 t_ok "concurrent runs: the file still parses" "$CLI" configure --engine=containerd --config "$T/conc.toml" --runtime-path "$RT" --dry-run
 "$CLI" configure --engine=containerd --config "$T/conc.toml" --uninstall >/dev/null 2>&1
 t_ok "concurrent runs: uninstall gives back the original" cmp "$T/conc.toml" "$S/containerd-v2.toml"
+
+# the reference snippets under hooks/ are exactly what configure writes
+snip() { # ENGINE FILE [extra]
+    local e=$1 f=$2; shift 2
+    "$CLI" configure --engine=$e --config "$T/snip/$f" --runtime-path /usr/local/bin/resview-runtime "$@" >/dev/null 2>&1
+    t_ok "hooks/$f is what configure --engine=$e writes" cmp "$T/snip/$f" "$TOP/hooks/$f"
+}
+snip containerd containerd/config-v2.toml --containerd-version 2
+snip containerd containerd/config-v3.toml --containerd-version 3
+snip docker docker/daemon.json
+snip podman podman/99-resview.conf
+snip crio crio/99-resview.conf
+snip slurm slurm/oci.conf
