@@ -1,0 +1,121 @@
+#!/bin/bash
+# Concurrency: 50 containers started in parallel through the shim and the hook
+# with real runc and a private LXCFS, while `resview repair` runs in a loop
+# (during the starts and during the parallel stops): every container's main
+# process has its own variables and reads its own memory view, no temporary
+# file is left, every state record is whole and belongs to its container. Then 50 parallel creates on the SAME bundle (next runtime
+# /bin/true) with readers polling config.json: every read is valid JSON, the
+# final file is edited exactly once.
+source "$(dirname "$0")/../lib/common.sh"
+
+N=50
+export LXCFS_DIR=$T/lxcfs
+rv_config "$T/config.json"
+jq '.runtimes = ["runc"]' "$T/config.json" >"$T/config.runc"
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
+
+# container i: (i % 2 + 1) CPUs of quota (the host has 2), 64 + i MiB of memory
+cpus_of() { echo $(( $1 % 2 + 1 )); }
+mib_of() { echo $(( 64 + $1 )); }
+for i in $(seq 1 $N); do
+    rv_bundle "$T/b$i" ".process.args = [\"/bin/sleep\", \"3600\"]
+        | .linux.resources.cpu = {quota: $(( $(cpus_of $i) * 100000 )), period: 100000}
+        | .linux.resources.memory = {limit: $(( $(mib_of $i) << 20 ))}"
+done
+RUNC="runc --root $T/runc-root"
+
+# repair in a loop while the containers start, and later while they stop
+: >"$T/repair.rc"
+( while [ ! -e "$T/stop-repair" ]; do
+      RESVIEW_CONFIG=$T/config.json "$CLI" repair >>"$T/repair.out" 2>&1; echo $? >>"$T/repair.rc"
+  done ) &
+repair_loop=$!
+t_cleanup "touch $T/stop-repair; kill $repair_loop"
+
+pids=()
+for i in $(seq 1 $N); do
+    (cd "$T/b$i" && RESVIEW_CONFIG=$T/config.runc "$RUNTIME" --root "$T/runc-root" create "par$i-$$" \
+        </dev/null >/dev/null 2>"$T/err$i" &&
+        RESVIEW_CONFIG=$T/config.runc "$RUNTIME" --root "$T/runc-root" start "par$i-$$" 2>>"$T/err$i"
+     echo $? >"$T/rc$i") &
+    pids+=($!)
+done
+wait "${pids[@]}"
+
+bad_rc=0 bad_env=0 bad_mem=0 bad_dup=0 bad_rec=0
+for i in $(seq 1 $N); do
+    id=par$i-$$
+    [ "$(cat "$T/rc$i")" = 0 ] || { bad_rc=$((bad_rc + 1)); echo "# $id: exit $(cat "$T/rc$i"): $(head -c 300 "$T/err$i")"; continue; }
+    pid=$($RUNC state "$id" | jq -r .pid)
+    # what the container's main process has, and what a process inside reads
+    env=$(tr '\0' '\n' <"/proc/$pid/environ")
+    c=$(cpus_of $i) m=$(mib_of $i)
+    for kv in GOMAXPROCS=$c OMP_NUM_THREADS=$c SLURM_CPUS_ON_NODE=$c SLURM_MEM_PER_NODE=$m; do
+        grep -qx "$kv" <<<"$env" || { bad_env=$((bad_env + 1)); echo "# $id: missing $kv"; }
+    done
+    [ "$(grep -c '^GOMAXPROCS=' <<<"$env")" = 1 ] || bad_dup=$((bad_dup + 1))
+    mem=$($RUNC exec "$id" grep MemTotal /proc/meminfo)
+    grep -qE "^MemTotal: +$((m * 1024)) kB" <<<"$mem" || { bad_mem=$((bad_mem + 1)); echo "# $id: $mem"; }
+    # its state records: whole, and its own
+    d=$T/state/containers/$id
+    jq -e --arg kv "GOMAXPROCS=$c" 'index($kv) != null' "$d/env" >/dev/null 2>&1 ||
+        { bad_rec=$((bad_rec + 1)); echo "# $id: env record: $(head -c 200 "$d/env" 2>&1)"; }
+    jq -e --argjson pid "$pid" '.status == "ok" and (.mounted | length) > 0 and .pid == $pid' "$d/views" >/dev/null 2>&1 ||
+        { bad_rec=$((bad_rec + 1)); echo "# $id: views record: $(head -c 200 "$d/views" 2>&1)"; }
+done
+t_eq "$N parallel starts through the shim and the hook: all exit 0" "$bad_rc" 0
+t_eq "$N parallel containers: each main process has its own GOMAXPROCS/OMP/SLURM values" "$bad_env" 0
+t_eq "$N parallel containers: each variable injected once" "$bad_dup" 0
+t_eq "$N parallel containers: each reads its own MemTotal from the LXCFS view" "$bad_mem" 0
+t_eq "$N parallel containers: env and views records whole, with the container's own values and pid" "$bad_rec" 0
+t_eq "no temporary files left in the bundles" "$(find "$T"/b* -maxdepth 1 -name '*.tmp' | wc -l)" 0
+left=$(cd "$T/state" && find . -name '*.tmp')
+t_eq "no temporary files left in the state directory" "$left" ""
+if [ -n "$left" ]; then # what wrote it, and what the log says about it
+    (cd "$T/state" && ls -la --time-style=full-iso $(dirname $left) && head -c 300 $left) | sed 's/^/#   /'
+    grep -E 'warn|error' "$T/resview.log" | head -n 20 | sed 's/^/#   log: /'
+fi
+
+# stop them all in parallel, repair still running
+pids=()
+for i in $(seq 1 $N); do $RUNC delete -f "par$i-$$" & pids+=($!); done
+wait "${pids[@]}"
+touch "$T/stop-repair"; wait $repair_loop
+t_eq "repair running during the starts and stops never crashed or failed" "$(sort -u "$T/repair.rc" | tr '\n' ' ')" "0 "
+t_ok "repair ran meanwhile ($(wc -l <"$T/repair.rc") times)" test "$(wc -l <"$T/repair.rc")" -ge 2
+RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
+t_eq "a final repair: exit 0" "$rc" 0
+t_eq "a final repair drops every record of the stopped containers" "$(ls "$T/state/containers" | wc -l)" 0
+t_eq "no temporary files left in the state directory after repair" "$(find "$T/state" -name '*.tmp' | wc -l)" 0
+
+# 50 parallel creates on the same bundle
+lxcfs_stop "$LXCFS_DIR"
+rv_bundle "$T/same" '.linux.resources.cpu = {quota: 200000, period: 100000}'
+jq '.runtimes = ["/bin/true"]' "$T/config.json" >"$T/config.true"
+cp "$T/same/config.json" "$T/same.orig"
+# the reference: one create on a copy
+mkdir -p "$T/ref" && cp "$T/same.orig" "$T/ref/config.json"
+RESVIEW_CONFIG=$T/config.true "$RUNTIME" --root "$T/r" create --bundle "$T/ref" ref-$$
+( while [ ! -e "$T/stop-readers" ]; do
+      jq -e . "$T/same/config.json" >/dev/null 2>&1 || echo "invalid read" >>"$T/reader.bad"
+  done ) &
+reader=$!
+t_cleanup "touch $T/stop-readers; kill $reader"
+pids=()
+for i in $(seq 1 $N); do
+    (RESVIEW_CONFIG=$T/config.true "$RUNTIME" --root "$T/r" create --bundle "$T/same" same$i-$$ 2>>"$T/same.err"
+     echo $? >>"$T/same.rc") &
+    pids+=($!)
+done
+wait "${pids[@]}"
+touch "$T/stop-readers"; wait $reader
+t_eq "$N parallel creates on one bundle: all exit 0" "$(sort -u "$T/same.rc" | tr '\n' ' ')" "0 "
+t_eq "readers polling config.json meanwhile never saw an invalid file" "$(cat "$T/reader.bad" 2>/dev/null | wc -l)" 0
+t_ok "the final config.json is valid JSON" jq -e . "$T/same/config.json"
+t_eq "the final config.json is edited exactly once (same bytes as one create)" \
+    "$(cmp "$T/same/config.json" "$T/ref/config.json" && echo same)" "same"
+t_eq "GOMAXPROCS appears once" "$(jq '[.process.env[] | select(startswith("GOMAXPROCS="))] | length' "$T/same/config.json")" 1
+t_eq "one hook entry" "$(jq '[.hooks[][] | select(.path | endswith("resview-hook"))] | length' "$T/same/config.json")" 1
+t_eq "no temporary files left in the bundle" "$(find "$T/same" -maxdepth 1 -name '*.tmp' | wc -l)" 0
+t_eq "mode of config.json kept" "$(stat -c %a "$T/same/config.json")" "$(stat -c %a "$T/same.orig")"
