@@ -59,10 +59,10 @@ t_contains "ctr run --runc-binary: SLURM_MEM_PER_NODE=512" "$out" "SLURM_MEM_PER
 $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
 t_ok "cri.proto matches the CRI API compiled into containerd" $PY "$TOP/tests/cri/check-proto.py" "$T" "$(command -v containerd)"
 
-scenario() { # NAME POD_ANNOTATIONS_JSON CONTAINERS_JSON
+scenario() { # NAME POD_ANNOTATIONS_JSON CONTAINERS_JSON [HANDLER]
     jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg logs "$T/podlogs/$1" --arg cg "$CG_PARENT/$1" \
-        --argjson pa "$2" --argjson cs "$3" \
-        '{socket: $sock, handler: "resview",
+        --argjson pa "$2" --argjson cs "$3" --arg h "${4-resview}" \
+        '{socket: $sock, handler: $h,
           pod: {name: $name, uid: ("uid-" + $name), namespace: "default", log_dir: $logs,
                 cgroup_parent: $cg, annotations: $pa}, containers: $cs}'
 }
@@ -91,6 +91,18 @@ res=$($PY "$TOP/tests/cri/cri-run.py" "$T" "$T/pod2.json" 2>>"$T/cri.err")
 t_contains "pod annotation: that container ran" "$(jq -r '.c.log' <<<"$res")" "PATH="
 t_not_contains "pod annotation resview.io/env=false passed through (pod_annotations)" \
     "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS"
+
+# --set-as-default: containerd reads default_runtime_name = "resview" (changed in place)
+ctd_stop
+t_ok "configure --set-as-default" "$CLI" configure --engine=containerd --config "$T/ctd/config.toml" \
+    --runtime-path "$RUNTIME" --set-as-default
+t_contains "default_runtime_name changed in place, old line kept" "$(cat "$T/ctd/config.toml")" \
+    'default_runtime_name = "resview"  # resview-was:     default_runtime_name = "runc"'
+ctd_start "$ctd_cri" || exit 1
+scenario pod3 '{}' '[{"name": "c", "image": "'$IMG'", "command": ["/bin/env"], "cpu_period": 100000, "cpu_quota": 150000}]' "" >"$T/pod3.json"
+mkdir -p "$T/podlogs/pod3"
+res=$($PY "$TOP/tests/cri/cri-run.py" "$T" "$T/pod3.json" 2>>"$T/cri.err")
+t_contains "no runtime handler: the default (resview) runs it: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
 
 ctd_stop
 t_ok "configure --uninstall" "$CLI" configure --engine=containerd --config "$T/ctd/config.toml" --uninstall
