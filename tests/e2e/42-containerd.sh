@@ -9,7 +9,8 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 PY=/usr/bin/python3   # Debian's grpcio lives there
 
-rv_config "$T/config.json"
+# CRI pods run without seccomp by default: FUSE then uses the shipped profile
+rv_config "$T/config.json" "{\"fuse\": {\"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
 IMG=resview.test/busybox:1
 
 # The CRI plugin as a node would have it (runc entry with options), offline.
@@ -70,6 +71,8 @@ cnt='[{"name": "plain", "image": "'$IMG'", "command": ["/bin/env"],
        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912},
       {"name": "optout", "image": "'$IMG'", "command": ["/bin/env"],
        "cpu_period": 100000, "cpu_quota": 150000, "annotations": {"resview.io/env": "false"}}]'
+cnt=$(jq --arg img "$IMG" '. + [{name: "fuse", image: $img, annotations: {"resview.io/fuse": "true"},
+    command: ["/bin/sh", "-c", "test -c /dev/fuse && echo has-fuse; c=$(grep CapEff /proc/self/status | awk \"{print \\$2}\"); echo sysadmin=$(( 0x$c >> 21 & 1 ))"]}]' <<<"$cnt")
 scenario pod1 '{}' "$cnt" >"$T/pod1.json"
 mkdir -p "$T/podlogs/pod1"
 res=$($PY "$TOP/tests/cri/cri-run.py" "$T" "$T/pod1.json" 2>"$T/cri.err")
@@ -83,6 +86,8 @@ t_contains "the shim logged that container" "$(cat "$T/resview.log")" "$(jq -r '
 t_not_contains "container annotation resview.io/env=false passed through (container_annotations)" \
     "$(jq -r '.optout.log' <<<"$res")" "GOMAXPROCS"
 t_contains "that container did run" "$(jq -r '.optout.log' <<<"$res")" "PATH="
+t_contains "CRI annotation resview.io/fuse=true: /dev/fuse" "$(jq -r '.fuse.log' <<<"$res")" "has-fuse"
+t_contains "CRI annotation resview.io/fuse=true: CAP_SYS_ADMIN effective" "$(jq -r '.fuse.log' <<<"$res")" "sysadmin=1"
 
 scenario pod2 '{"resview.io/env": "false"}' \
     '[{"name": "c", "image": "'$IMG'", "command": ["/bin/env"], "cpu_period": 100000, "cpu_quota": 150000}]' >"$T/pod2.json"

@@ -51,6 +51,13 @@ out=$(run --annotation resview.io/env=false --runtime resview localhost/rvtest:b
 t_not_contains "podman --annotation resview.io/env=false reaches the shim" "$out" "GOMAXPROCS"
 t_contains "(that container ran)" "$out" "PATH="
 
+probe='test -c /dev/fuse && echo has-fuse; c=$(grep CapEff /proc/self/status | awk "{print \$2}"); echo sysadmin=$(( 0x$c >> 21 & 1 ))'
+out=$(run --annotation resview.io/fuse=true --runtime resview localhost/rvtest:busybox /bin/sh -c "$probe" 2>&1)
+t_contains "podman --annotation resview.io/fuse=true: /dev/fuse" "$out" "has-fuse"
+t_contains "podman --annotation resview.io/fuse=true: CAP_SYS_ADMIN effective" "$out" "sysadmin=1"
+out=$(run --runtime resview localhost/rvtest:busybox /bin/sh -c "$probe" 2>&1)
+t_contains "podman without the request: no CAP_SYS_ADMIN" "$out" "sysadmin=0"
+
 t_ok "configure --set-as-default" "$CLI" configure --engine=podman --config "$T/containers.conf" --runtime-path "$RUNTIME" --set-as-default
 out=$(run --cpus 1.5 localhost/rvtest:busybox /bin/env 2>&1)
 t_contains "default runtime resview: podman run without --runtime gets GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
