@@ -6,7 +6,9 @@
 #include "resview/chain.h"
 #include "resview/cli.h"
 #include "resview/engine.h"
+#include "resview/json.h"
 #include "resview/lxcfs.h"
+#include "resview/seccomp.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -133,6 +135,18 @@ static void check_kernel(struct report *r, const struct rv_config *cfg)
     else
         say(r, cfg->fuse_allowed ? "FAIL" : "warn",
             "seccomp not available (%s): FUSE grants need it", strerror(errno));
+    if (cfg->fuse_allowed) {
+        char prof[PATH_MAX];
+        cleanup_json json_t *sc = NULL;
+        if (rv_seccomp_default_path(cfg, prof, sizeof(prof), &err) < 0 ||
+            rv_seccomp_load(prof, &sc, &err) < 0)
+            say(r, "warn", "FUSE for a container without a seccomp profile (Kubernetes pods by "
+                "default) will fail: %s; install the profiles (install.sh) or set "
+                "fuse.seccomp_profile", err.msg);
+        else
+            say(r, "ok", "seccomp profile for FUSE containers that have none: `%s`", prof);
+        err.msg[0] = '\0';
+    }
     if (rv_apparmor_state(NULL, NULL, cfg->apparmor_profile, &aa, &err) < 0)
         say(r, "FAIL", "AppArmor: %s", err.msg);
     else if (aa == RV_AA_DISABLED)

@@ -59,3 +59,10 @@ for e in containerd podman crio slurm; do
     out=$("$CLI" doctor --engine=$e --config "$T/$e.conf" 2>&1)
     t_contains "$e: entry naming a missing runtime: FAIL" "$out" "runs \`/nonexistent/rt\`"
 done
+
+rv_config "$T/sc.json" "{\"fuse\": {\"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
+out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
+t_contains "seccomp profile for FUSE found" "$out" "ok    seccomp profile for FUSE containers that have none: \`$TOP/profiles/seccomp.json\`"
+rv_config "$T/sc2.json" "{\"fuse\": {\"seccomp_profile\": \"$T/none.json\"}}"
+out=$(RESVIEW_CONFIG=$T/sc2.json "$CLI" doctor 2>&1)
+t_contains "missing seccomp profile for FUSE: a warning that says what fails" "$out" "warn  FUSE for a container without a seccomp profile"
