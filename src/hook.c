@@ -130,20 +130,10 @@ static int hook_child(void *arg)
     struct hook_job *job = arg;
     struct rv_inject *req = &job->req;
 
-    rv_lxcfs_probe(req->lxcfs_root, &job->lx);
+    rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
     if (!job->lx.live)
         return 0;
     req->live_dev = job->lx.dev;
-    /* views the daemon does not offer: skipped with a reason */
-    for (unsigned i = 0; i < req->n; i++) {
-        bool offered = false;
-        for (unsigned j = 0; j < job->lx.n; j++)
-            offered |= strcmp(job->lx.files[j], req->views[i].src) == 0;
-        if (!offered) {
-            snprintf(req->views[i].why, sizeof(req->views[i].why), "not offered by LXCFS");
-            req->views[i].state = RV_VIEW_SKIPPED;
-        }
-    }
     return rv_inject_run(req) < 0 ? 1 : 0;
 }
 

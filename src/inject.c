@@ -218,6 +218,56 @@ static int classify(const struct rv_inject *req, int fd, struct rv_view *v)
     return req->replace_foreign ? 2 : 0;
 }
 
+static void resolve_failed(struct rv_view *v)
+{
+    if (errno == ENOENT)
+        view_set(v, RV_VIEW_SKIPPED, "target missing");
+    else if (errno == ELOOP || errno == EXDEV)
+        view_set(v, RV_VIEW_SKIPPED, "a symlink on the way to the target");
+    else if (errno == ENOTDIR)
+        view_set(v, RV_VIEW_SKIPPED, "a parent of the target is not a directory");
+    else
+        view_set(v, RV_VIEW_FAILED, "resolve target: %s", strerror(errno));
+}
+
+/* Directories of the LXCFS tree, each looked up once (every FUSE lookup is a
+ * round trip to the daemon: LXCFS lets the kernel cache no entries). */
+struct src_dirs {
+    char name[4][RV_VIEW_PATH];
+    int fd[4];          /* -1 missing */
+    unsigned n;
+};
+
+static int open_src_tree(int lxroot, const char *src, struct src_dirs *d)
+{
+    const char *slash = strrchr(src, '/');
+    size_t len = slash ? (size_t)(slash - src) : 0;
+    unsigned i;
+    int dfd = lxroot;
+
+    if (slash) {
+        for (i = 0; i < d->n; i++)
+            if (strlen(d->name[i]) == len && strncmp(d->name[i], src, len) == 0)
+                break;
+        if (i == d->n) {
+            char dir[RV_VIEW_PATH];
+            if (d->n == 4 || len >= sizeof(dir))
+                return open_tree(lxroot, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+            memcpy(dir, src, len);
+            dir[len] = '\0';
+            memcpy(d->name[d->n], dir, len + 1);
+            d->fd[d->n] = openat(lxroot, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            d->n++;
+        }
+        dfd = d->fd[i];
+        if (dfd < 0) {
+            errno = ENOENT;
+            return -1;
+        }
+    }
+    return open_tree(dfd, slash ? slash + 1 : src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+}
+
 static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int procfd,
                        int tree)
 {
@@ -226,14 +276,7 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
         int what;
 
         if (fd < 0) {
-            if (errno == ENOENT)
-                view_set(v, RV_VIEW_SKIPPED, "target missing");
-            else if (errno == ELOOP || errno == EXDEV)
-                view_set(v, RV_VIEW_SKIPPED, "a symlink on the way to the target");
-            else if (errno == ENOTDIR)
-                view_set(v, RV_VIEW_SKIPPED, "a parent of the target is not a directory");
-            else
-                view_set(v, RV_VIEW_FAILED, "resolve target: %s", strerror(errno));
+            resolve_failed(v);
             return;
         }
         what = classify(req, fd, v);
@@ -298,7 +341,8 @@ int rv_inject_run(struct rv_inject *req)
     struct mount_attr attr = {
         .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
     };
-    bool legacy = req->legacy_bind;
+    bool legacy = req->legacy_bind, work = false;
+    struct src_dirs dirs = { .n = 0 };
     int r = 0;
 
     req->gone = false;
@@ -329,18 +373,43 @@ int rv_inject_run(struct rv_inject *req)
     rootfd = open_root(req, piddir);
     if (rootfd < 0)
         return -1;
+    /* Look at every target from here first: a live view already there needs
+     * nothing, and a clone made for nothing costs an RCU grace period when
+     * its fd is closed. */
+    for (unsigned i = 0; i < req->n; i++) {
+        struct rv_view *v = &req->views[i];
+        cleanup_close int fd = -1;
+        int what;
+        if (v->state != RV_VIEW_TODO)
+            continue;
+        fd = openat2_path(rootfd, v->dst, 0);
+        if (fd < 0) {
+            resolve_failed(v);
+            continue;
+        }
+        what = classify(req, fd, v);
+        if (what == 1)
+            view_set(v, RV_VIEW_PRESENT, NULL);
+        else if (what >= 0)
+            work = true;
+    }
+    if (!work)
+        goto count;
     /* Clones of the LXCFS files, made here, where they are visible. */
     for (unsigned i = 0; i < req->n && !legacy; i++) {
         if (req->views[i].state != RV_VIEW_TODO)
             continue;
-        trees[i] = open_tree(lxroot, req->views[i].src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        trees[i] = open_src_tree(lxroot, req->views[i].src, &dirs);
         if (trees[i] < 0 && errno == ENOSYS) {
             legacy = true;
             break;
         }
         if (trees[i] < 0) {
-            view_set(&req->views[i], RV_VIEW_SKIPPED, "`%s/%s`: %s", req->lxcfs_root,
-                     req->views[i].src, strerror(errno));
+            if (errno == ENOENT)
+                view_set(&req->views[i], RV_VIEW_SKIPPED, "not offered by LXCFS");
+            else
+                view_set(&req->views[i], RV_VIEW_SKIPPED, "`%s/%s`: %s", req->lxcfs_root,
+                         req->views[i].src, strerror(errno));
             continue;
         }
         if (mount_setattr(trees[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
@@ -359,6 +428,10 @@ int rv_inject_run(struct rv_inject *req)
         if (v->state == RV_VIEW_TODO && (legacy || trees[i] >= 0))
             inject_one(req, v, rootfd, procfd, legacy ? -1 : trees[i]);
     }
+count:
+    for (unsigned i = 0; i < dirs.n; i++)
+        if (dirs.fd[i] >= 0)
+            close(dirs.fd[i]);
     for (unsigned i = 0; i < req->n; i++) {
         if (trees[i] >= 0)
             close(trees[i]);

@@ -26,8 +26,8 @@ bool rv_lxcfs_is_candidate(const char *rel)
 }
 
 /* The file whose read proves the daemon answers: small and cheap to render. */
-static const char *const liveness_order[] = { "sys/devices/system/cpu/online", "proc/loadavg",
-                                              "proc/uptime" };
+static const char *const liveness_order[] = { "proc/loadavg", "proc/uptime",
+                                              "sys/devices/system/cpu/online" };
 
 static bool answers(int rootfd, const char *rel, int *e)
 {
@@ -45,13 +45,13 @@ static bool answers(int rootfd, const char *rel, int *e)
     return r >= 0;
 }
 
-void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
+void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
 {
     struct statfs sfs;
     struct stat st;
     cleanup_close int rootfd = -1;
-    const char *probe = NULL;
-    int e = 0;
+    int e = ENOENT;
+    bool answered = false;
 
     memset(out, 0, sizeof(*out));
     snprintf(out->root, sizeof(out->root), "%s", root);
@@ -69,36 +69,37 @@ void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
         snprintf(out->why, sizeof(out->why), "open `%s`: %s", root, strerror(errno));
         return;
     }
-    for (size_t i = 0; i < rv_lxcfs_ncandidates && out->n < RV_LXCFS_FILES_MAX; i++) {
-        struct stat fst;
-        int r = fstatat(rootfd, rv_lxcfs_candidates[i], &fst, AT_SYMLINK_NOFOLLOW);
-        if (r == 0 && S_ISREG(fst.st_mode))
-            out->files[out->n++] = rv_lxcfs_candidates[i];
-        else if (r < 0 && errno == ENOTCONN) {
-            snprintf(out->why, sizeof(out->why), "`%s`: %s", root, strerror(errno));
-            out->n = 0;
-            out->mounted = false;   /* dead: the daemon is gone */
-            return;
-        }
+    /* One read proves the daemon answers (the first of these it offers). */
+    for (size_t i = 0; i < sizeof(liveness_order) / sizeof(liveness_order[0]) && !answered; i++) {
+        answered = answers(rootfd, liveness_order[i], &e);
+        if (!answered && e != ENOENT)
+            break;
     }
-    if (out->n == 0) {
-        snprintf(out->why, sizeof(out->why), "`%s` offers none of the LXCFS files", root);
+    if (!answered) {
+        snprintf(out->why, sizeof(out->why), "read from `%s`: %s", root, strerror(e));
+        out->mounted = e != ENOTCONN;   /* ENOTCONN: dead, the daemon is gone */
         return;
     }
-    for (size_t i = 0; i < sizeof(liveness_order) / sizeof(liveness_order[0]) && !probe; i++)
-        for (unsigned j = 0; j < out->n; j++)
-            if (strcmp(out->files[j], liveness_order[i]) == 0)
-                probe = out->files[j];
-    if (!probe)
-        probe = out->files[0];
-    if (!answers(rootfd, probe, &e)) {
-        snprintf(out->why, sizeof(out->why), "read `%s/%s`: %s", root, probe, strerror(e));
-        out->n = 0;
-        out->mounted = e != ENOTCONN;
+    /* Which candidates it offers: one FUSE getattr each (LXCFS does not let
+     * the kernel cache attributes), so only when asked; the hook learns the
+     * same from open_tree() failing with ENOENT. */
+    for (size_t i = 0; list && i < rv_lxcfs_ncandidates && out->n < RV_LXCFS_FILES_MAX; i++) {
+        struct stat fst;
+        if (fstatat(rootfd, rv_lxcfs_candidates[i], &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(fst.st_mode))
+            out->files[out->n++] = rv_lxcfs_candidates[i];
+    }
+    if (list && out->n == 0) {
+        snprintf(out->why, sizeof(out->why), "`%s` offers none of the LXCFS files", root);
         return;
     }
     out->dev = st.st_dev;
     out->live = true;
+}
+
+void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out)
+{
+    rv_lxcfs_probe_ex(root, true, out);
 }
 
 struct probe_call {

@@ -94,7 +94,7 @@ t_eq "hostile: /proc a symlink: nothing mounted outside" "$(grep -c " $T/outside
 #    (no /sys mount): it starts, gets the /proc views and none through the symlink.
 for rt in runc crun; do
     rv_bundle "$T/h3-$rt" '.process.args = ["/bin/sh", "/check.sh"] | .mounts |= map(select(.destination != "/sys" and .destination != "/sys/fs/cgroup"))'
-    echo "grep fuse.lxcfs /proc/self/mountinfo | awk '{print \$5}' | grep -c ^/proc/; cat /sys/devices/system/cpu/online; exit 0" >"$T/h3-$rt/rootfs/check.sh"
+    echo "grep fuse.lxcfs /proc/self/mountinfo | awk '{print \$5}' | grep -c ^/proc/; cat /sys/devices/system/cpu/online 2>&1; exit 0" >"$T/h3-$rt/rootfs/check.sh"
     mkdir -p "$T/h3-$rt/rootfs/sys/devices/system"
     ln -s "../../../../../../../../$T/outside/cpu" "$T/h3-$rt/rootfs/sys/devices/system/cpu"
     out=$(run_shim $rt "h3-$rt-$$" "$T/h3-$rt" 2>&1); rc=$?

@@ -1,0 +1,78 @@
+#!/bin/bash
+# LXCFS views: the hook alone (wall time per run, interleaved with an opted-out
+# run that only pays exec + config + spec; peak RSS), and `resview repair` of
+# 100 running containers whose views went stale when LXCFS was killed and
+# restarted. Medians; no thresholds.
+source "$(dirname "$0")/../lib/common.sh"
+ROUNDS=${ROUNDS:-50}
+N=${REPAIR_CONTAINERS:-100}
+HOOK_B=$BUILD/static/resview-hook
+[ -x "$HOOK_B" ] || HOOK_B=$BUILD/resview-hook
+export LXCFS_DIR=$T/lxcfs
+lxcfs_start "$LXCFS_DIR" || exit 1
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+# The state directory on tmpfs, as /run/resview is in production.
+STATE=$(mktemp -d /dev/shm/resview-bench.XXXXXX)
+t_cleanup "rm -rf $STATE"
+rv_config "$T/config.json" "{\"log\": {\"level\": \"warn\"}, \"state_dir\": \"$STATE\"}"
+source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
+
+# 1. The hook alone, against a fresh mount namespace each run.
+mkdir -p "$T/hb"
+rv_rootfs "$T/hb/rootfs"
+touch "$T/hb/rootfs/proc/"{cpuinfo,meminfo,stat,uptime,loadavg,swaps,diskstats,slabinfo}
+mkdir -p "$T/hb/rootfs/sys/devices/system/cpu" && touch "$T/hb/rootfs/sys/devices/system/cpu/online"
+jq -n '{ociVersion: "1.0.2", root: {path: "rootfs"}, process: {args: ["true"]}}' >"$T/hb/config.json"
+mkdir -p "$T/hb-off" && ln -s "$T/hb/rootfs" "$T/hb-off/rootfs"
+jq '.annotations = {"resview.io/lxcfs": "false"}' "$T/hb/config.json" >"$T/hb-off/config.json"
+echo "== resview-hook alone ($(basename "$(dirname "$HOOK_B")")/resview-hook), $ROUNDS rounds, interleaved"
+/usr/bin/python3 - "$ROUNDS" "$HOOK_B" "$T" <<'PY'
+import json, os, random, resource, statistics, subprocess, sys, time
+rounds, hook, T = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+env = {"RESVIEW_CONFIG": T + "/config.json"}
+arms = {"views (9 mounted)": T + "/hb", "opted out (exec+config+spec)": T + "/hb-off"}
+times = {a: [] for a in arms}; rss = {a: 0 for a in arms}
+for i in range(rounds + 3):
+    order = list(arms); random.shuffle(order)
+    for a in order:
+        ns = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sleep", "60"])
+        while os.readlink("/proc/%d/ns/mnt" % ns.pid) == os.readlink("/proc/self/ns/mnt"):
+            time.sleep(0.001)
+        state = json.dumps({"id": "bench-%d" % i, "pid": ns.pid, "bundle": arms[a]}).encode()
+        r, w = os.pipe(); os.write(w, state); os.close(w)
+        t0 = time.perf_counter_ns()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(r, 0); os.execve(hook, [hook], env)
+        _, status, ru = os.wait4(pid, 0)
+        dt = time.perf_counter_ns() - t0
+        os.close(r); ns.kill(); ns.wait()
+        if status != 0:
+            sys.exit("bench: hook failed")
+        if i >= 3:
+            times[a].append(dt / 1e6); rss[a] = max(rss[a], ru.ru_maxrss)
+for a in arms:
+    print("%-30s median %.3f ms   peak RSS %d KiB" % (a, statistics.median(times[a]), rss[a]))
+m = [statistics.median(times[a]) for a in arms]
+print("%-30s %.3f ms" % ("views cost over opted out", m[0] - m[1]))
+PY
+
+# 2. repair of N containers with stale views.
+echo
+echo "== resview repair: $N running containers (runc), views stale after kill -9 + restart of LXCFS"
+for i in $(seq 1 "$N"); do start_bg "rb$i-$$" || { echo "bench: start rb$i failed: $(cat "$T/create-rb$i-$$.err")"; exit 1; }; done
+t_cleanup "for i in \$(seq 1 $N); do runc --root $T/runc-root delete -f rb\$i-$$; done"
+runs=()
+for round in 1 2 3; do
+    kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+    lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || exit 1
+    t0=$(date +%s%N)
+    RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/repair.out" 2>&1 || { echo "bench: repair failed"; tail -3 "$T/repair.out"; exit 1; }
+    t1=$(date +%s%N)
+    runs+=($(( (t1 - t0) / 1000000 )))
+    echo "round $round: $(tail -1 "$T/repair.out") in $(( (t1 - t0) / 1000000 )) ms"
+done
+median=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
+t0=$(date +%s%N); RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/repair.out" 2>&1; t1=$(date +%s%N)
+echo "repair of $N stale containers: median ${median} ms total ($(( median * 1000 / N )) us per container)"
+echo "repair with nothing to do ($N healthy): $(( (t1 - t0) / 1000000 )) ms"
