@@ -93,6 +93,7 @@ if [ $uninstall = 1 ]; then
     done
     if [ -z "$DESTDIR" ] && [ ${#engines[@]} -eq 0 ]; then :; fi
     for f in "$HOOKSD/resview-lxcfs.json" "$SYSTEMD/resview-watch.service" \
+             "$SYSTEMD/lxcfs.service.d/resview-repair.conf" \
              "$BIN/resview-runtime" "$BIN/resview-hook" "$BIN/resview"; do
         [ -e "$f" ] && run rm -f "$f"
     done
@@ -100,6 +101,7 @@ if [ $uninstall = 1 ]; then
         apparmor_enabled && run apparmor_parser -R "$APPARMOR_D/resview-fuse" || true
         run rm -f "$APPARMOR_D/resview-fuse"
     fi
+    rmdir "$SYSTEMD/lxcfs.service.d" 2>/dev/null || true
     [ -d "$SHARE" ] && run rm -rf "$SHARE"
     if [ -e "$ETC/config.json" ]; then
         if [ "$(jq -S . "$ETC/config.json" 2>/dev/null)" = "$(default_config | jq -S .)" ]; then
@@ -160,6 +162,17 @@ if [ -e hooks/systemd/resview-watch.service ]; then
     run install -d "$SYSTEMD"
     if [ $dry = 1 ]; then echo "+ install $SYSTEMD/resview-watch.service"
     else sed "s|/usr/local/bin/resview|$PREFIX/bin/resview|g" hooks/systemd/resview-watch.service >"$SYSTEMD/resview-watch.service"; fi
+fi
+if [ -e hooks/systemd/lxcfs.service.d/resview-repair.conf ]; then
+    # repair the views of running containers whenever lxcfs.service (re)starts
+    run install -d "$SYSTEMD/lxcfs.service.d"
+    if [ $dry = 1 ]; then echo "+ install $SYSTEMD/lxcfs.service.d/resview-repair.conf"
+    else sed "s|/usr/local/bin/resview|$PREFIX/bin/resview|g" hooks/systemd/lxcfs.service.d/resview-repair.conf \
+        >"$SYSTEMD/lxcfs.service.d/resview-repair.conf"; fi
+fi
+
+if [ -z "$DESTDIR" ] && [ $dry = 0 ] && [ -d /run/systemd/system ]; then
+    systemctl daemon-reload || true
 fi
 
 # 4. engines

@@ -10,7 +10,9 @@
 #include "resview/lxcfs.h"
 #include "resview/seccomp.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <linux/magic.h>
 #include <stdarg.h>
@@ -88,6 +90,53 @@ static void check_config(struct report *r, const struct rv_config *cfg)
         say(r, "ok", "next runtime: `%s`", next);
 }
 
+/* The lxcfs process serving root: without --enable-cfs a CPU quota does not
+ * change the CPU views (only cpusets do). */
+static void check_lxcfs_flags(struct report *r, const char *root)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    bool found = false, cfs = false;
+
+    if (!d)
+        return;
+    while (!found && (de = readdir(d))) {
+        char path[64], args[4096];
+        size_t len = 0;
+        ssize_t n;
+        if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+            rv_snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name) < 0)
+            continue;
+        /* /proc files have no size: rv_read_file_at does not apply */
+        cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        while (len < sizeof(args) - 1 && (n = read(fd, args + len, sizeof(args) - 1 - len)) > 0)
+            len += (size_t)n;
+        args[len] = '\0';
+        const char *argv0 = strrchr(args, '/') ? strrchr(args, '/') + 1 : args;
+        if (strcmp(argv0, "lxcfs") == 0) {
+            bool serves = false, has_cfs = false;
+            for (size_t i = 0; i < len; i += strlen(args + i) + 1) {
+                if (strcmp(args + i, root) == 0)
+                    serves = true;
+                if (strcmp(args + i, "--enable-cfs") == 0)
+                    has_cfs = true;
+            }
+            if (serves) {
+                found = true;
+                cfs = has_cfs;
+            }
+        }
+    }
+    closedir(d);
+    if (found && !cfs)
+        say(r, "warn", "lxcfs on `%s` runs without --enable-cfs: the CPU views ignore CPU quotas "
+            "(only cpusets count); add --enable-cfs to its command line", root);
+    else if (found)
+        say(r, "ok", "lxcfs on `%s` runs with --enable-cfs (CPU quotas shape the CPU views)", root);
+}
+
 static void check_lxcfs(struct report *r, const struct rv_config *cfg)
 {
     struct rv_lxcfs lx;
@@ -113,6 +162,7 @@ static void check_lxcfs(struct report *r, const struct rv_config *cfg)
         o += (size_t)k;
     }
     say(r, "ok", "LXCFS live on `%s`: %u files answer (%s)", cfg->lxcfs_root, lx.n, files);
+    check_lxcfs_flags(r, cfg->lxcfs_root);
 }
 
 static void check_kernel(struct report *r, const struct rv_config *cfg)

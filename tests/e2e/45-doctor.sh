@@ -66,3 +66,16 @@ t_contains "seccomp profile for FUSE found" "$out" "ok    seccomp profile for FU
 rv_config "$T/sc2.json" "{\"fuse\": {\"seccomp_profile\": \"$T/none.json\"}}"
 out=$(RESVIEW_CONFIG=$T/sc2.json "$CLI" doctor 2>&1)
 t_contains "missing seccomp profile for FUSE: a warning that says what fails" "$out" "warn  FUSE for a container without a seccomp profile"
+
+lxcfs_start "$LXCFS_DIR" || exit 1
+out=$("$CLI" doctor 2>&1)
+t_contains "lxcfs started with --enable-cfs: said so" "$out" "runs with --enable-cfs"
+lxcfs_stop "$LXCFS_DIR"
+mkdir -p "$LXCFS_DIR"
+lxcfs -f -p "$T/lxcfs2.pid" "$LXCFS_DIR" >/dev/null 2>&1 &
+pid2=$!
+t_cleanup "kill $pid2; umount -l $LXCFS_DIR"
+for _ in $(seq 1 100); do head -c1 "$LXCFS_DIR/proc/meminfo" >/dev/null 2>&1 && break; sleep 0.05; done
+out=$("$CLI" doctor 2>&1)
+t_contains "lxcfs without --enable-cfs: a warning that says what to add" "$out" "without --enable-cfs"
+kill $pid2; wait $pid2 2>/dev/null; umount -l "$LXCFS_DIR" 2>/dev/null; true
