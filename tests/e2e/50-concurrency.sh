@@ -27,11 +27,16 @@ RUNC="runc --root $T/runc-root"
 
 # repair in a loop while the containers start, and later while they stop
 : >"$T/repair.rc"
-( while [ ! -e "$T/stop-repair" ]; do
-      RESVIEW_CONFIG=$T/config.json "$CLI" repair >>"$T/repair.out" 2>&1; echo $? >>"$T/repair.rc"
-  done ) &
-repair_loop=$!
-t_cleanup "touch $T/stop-repair; kill $repair_loop"
+repair_loop() {
+    rm -f "$T/stop-repair"
+    ( while [ ! -e "$T/stop-repair" ]; do
+          RESVIEW_CONFIG=$T/config.json "$CLI" repair >>"$T/repair.out" 2>&1; echo $? >>"$T/repair.rc"
+      done ) &
+    repair_pid=$!
+}
+stop_repair() { touch "$T/stop-repair"; wait $repair_pid; }
+t_cleanup 'touch $T/stop-repair; kill $repair_pid'
+repair_loop
 
 pids=()
 for i in $(seq 1 $N); do
@@ -42,6 +47,7 @@ for i in $(seq 1 $N); do
     pids+=($!)
 done
 wait "${pids[@]}"
+stop_repair  # (a running repair rewrites views records: its temporary files are its own)
 
 bad_rc=0 bad_env=0 bad_mem=0 bad_dup=0 bad_rec=0
 for i in $(seq 1 $N); do
@@ -78,10 +84,11 @@ if [ -n "$left" ]; then # what wrote it, and what the log says about it
 fi
 
 # stop them all in parallel, repair still running
+repair_loop
 pids=()
 for i in $(seq 1 $N); do $RUNC delete -f "par$i-$$" & pids+=($!); done
 wait "${pids[@]}"
-touch "$T/stop-repair"; wait $repair_loop
+stop_repair
 t_eq "repair running during the starts and stops never crashed or failed" "$(sort -u "$T/repair.rc" | tr '\n' ' ')" "0 "
 t_ok "repair ran meanwhile ($(wc -l <"$T/repair.rc") times)" test "$(wc -l <"$T/repair.rc")" -ge 2
 RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?

@@ -1,0 +1,115 @@
+#!/bin/bash
+# Fault injection:
+#  1. resview-runtime killed with SIGKILL at random points of create (300 runs,
+#     random delays spread over the whole length of one create): config.json is
+#     always either the original or the fully edited file, byte for byte, and
+#     valid JSON; never truncated, never missing.
+#  2. the same for `exec --process` (the process file the engine hands over).
+#  3. a hook whose container pid has vanished exits 0 cleanly, records nothing.
+#  4. LXCFS killed with SIGKILL at random points while containers start (so
+#     also in the middle of the hook's mounts): every container starts, and
+#     once LXCFS is back `resview repair` gives it its views.
+# (Disk full and a read-only bundle directory are in 11-badinput.sh.)
+source "$(dirname "$0")/../lib/common.sh"
+
+RUNS=${FAULT_RUNS:-300}
+rv_config "$T/config.json"
+jq '.runtimes = ["/bin/true"]' "$T/config.json" >"$T/config.true"
+export RESVIEW_CONFIG=$T/config.true
+
+# a 20 KB Kubernetes-like spec: a long enough rewrite to be hit in the middle
+B=$T/bundle
+mkdir -p "$B/rootfs"
+jq '.root.path = "rootfs" | .linux.cgroupsPath = "/resview-nonexistent/pod/ctr"' \
+    "$TOP/tests/samples/k8s-spec.json" >"$B/config.json"
+cp "$B/config.json" "$T/orig.json"
+"$RUNTIME" create --bundle "$B" ref-$$ || echo "not ok - the reference create failed"
+cp "$B/config.json" "$T/edited.json"
+t_ok "the reference create edits the spec" test "$(cmp -s "$T/orig.json" "$T/edited.json"; echo $?)" = 1
+
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+# the length of one whole create, as run under timeout (median of 5)
+durs=()
+for _ in 1 2 3 4 5; do
+    cp "$T/orig.json" "$B/config.json"
+    t0=$(now_us); timeout -s KILL 10 "$RUNTIME" create --bundle "$B" cal-$$; t1=$(now_us)
+    durs+=($((t1 - t0)))
+done
+span=$(printf '%s\n' "${durs[@]}" | sort -n | sed -n 3p)
+span=$((span * 3 / 2))
+
+# kill_loop NAME FILE ORIG EDITED CMD...: RUNS times, restore FILE, run CMD
+# under a SIGKILL after a random delay in [0, span], check FILE.
+kill_loop() {
+    local name=$1 file=$2 orig=$3 edited=$4; shift 4
+    local n_orig=0 n_edit=0 n_bad=0 n_killed=0 i d rc
+    for i in $(seq 1 "$RUNS"); do
+        cp "$orig" "$file"
+        d=$(( (RANDOM * 32768 + RANDOM) % (span + 1) ))
+        ( timeout -s KILL "$(printf '0.%06d' "$d")" "$@" >/dev/null 2>&1 ) 2>/dev/null; rc=$?
+        [ $rc -eq 137 ] && n_killed=$((n_killed + 1))
+        if cmp -s "$file" "$orig"; then n_orig=$((n_orig + 1))
+        elif cmp -s "$file" "$edited"; then n_edit=$((n_edit + 1))
+        else
+            n_bad=$((n_bad + 1))
+            [ $n_bad -le 3 ] && echo "# run $i (delay ${d}us, exit $rc): $(ls -l "$file" 2>&1 | head -c 200)"
+        fi
+    done
+    echo "# $name: $RUNS runs, kill delays 0..${span}us: $n_killed killed, $n_orig left the original, $n_edit the edited file"
+    t_eq "$name: SIGKILL at random points, $RUNS runs: config is always the original or the edited file" "$n_bad" 0
+    t_ok "$name: the file is valid JSON afterwards" jq -e . "$file"
+}
+kill_loop "create" "$B/config.json" "$T/orig.json" "$T/edited.json" "$RUNTIME" create --bundle "$B" kill-$$
+left=$(ls -a "$B" | grep -c 'resview.*\.tmp')
+echo "# create: $left temporary files left by killed runs (hidden, named after the dead pid; a later writer with that pid removes it)"
+t_eq "the bundle holds config.json and rootfs, nothing else visible" "$(ls "$B" | tr '\n' ' ')" "config.json rootfs "
+
+# exec --process: the same, on the process file
+echo '{"args":["/bin/sh"],"env":["PATH=/bin","GOMAXPROCS=9"],"cwd":"/","terminal":false}' >"$T/process.orig"
+cp "$T/orig.json" "$B/config.json"
+RESVIEW_CONFIG=$T/config.true "$RUNTIME" create --bundle "$B" exec-$$
+cp "$T/process.orig" "$T/process.json"
+"$RUNTIME" exec --process "$T/process.json" exec-$$
+cp "$T/process.json" "$T/process.edited"
+t_ok "exec adds the recorded variables" grep -q OMP_NUM_THREADS "$T/process.edited"
+kill_loop "exec" "$T/process.json" "$T/process.orig" "$T/process.edited" "$RUNTIME" exec --process "$T/process.json" exec-$$
+
+# a hook whose container pid is gone
+sleep 0 & gone=$!; wait $gone
+cp "$T/edited.json" "$B/config.json"
+printf '{"ociVersion":"1.0.2","id":"gone-%s","status":"creating","pid":%d,"bundle":"%s"}' $$ $gone "$B" \
+    | "$HOOK" >"$T/hook.out" 2>&1; rc=$?
+t_eq "hook with a vanished container pid: exit 0" "$rc" 0
+t_eq "hook with a vanished container pid: nothing on stdout/stderr" "$(cat "$T/hook.out")" ""
+t_contains "hook with a vanished container pid: says so in the log" "$(cat "$T/resview.log")" "process $gone is gone"
+t_ok "hook with a vanished container pid: no record" test ! -e "$T/state/containers/gone-$$/views"
+
+# LXCFS killed at random points while containers start
+unset RESVIEW_CONFIG
+LX=$T/lxcfs
+jq --arg lx "$LX" '.runtimes = ["runc"] | .lxcfs.root = $lx' "$T/config.json" >"$T/config.runc"
+t_cleanup "lxcfs_stop $LX"
+RUNC="runc --root $T/runc-root"
+bad_start=0 bad_repair=0 bad_view=0 n=0
+for i in 1 2 3 4 5 6 7 8; do
+    lxcfs_start "$LX" || { echo "not ok - lxcfs did not start"; break; }
+    rv_bundle "$T/lx$i" '.process.args = ["/bin/sleep", "3600"] | .linux.resources.memory = {limit: 201326592}'
+    (cd "$T/lx$i" && RESVIEW_CONFIG=$T/config.runc "$RUNTIME" --root "$T/runc-root" create "lx$i-$$" \
+        </dev/null >/dev/null 2>"$T/lx$i.err" && $RUNC start "lx$i-$$" 2>>"$T/lx$i.err"; echo $? >"$T/lx$i.rc") &
+    starter=$!
+    sleep "0.0$(( RANDOM % 10 ))$(( RANDOM % 10 ))"   # 0..99 ms into the start
+    kill -9 "$LXCFS_PID"
+    wait $starter
+    lxcfs_stop "$LX"
+    n=$((n + 1))
+    [ "$(cat "$T/lx$i.rc")" = 0 ] || { bad_start=$((bad_start + 1)); echo "# lx$i: $(cat "$T/lx$i.err")"; continue; }
+    lxcfs_start "$LX" || break
+    RESVIEW_CONFIG=$T/config.runc "$CLI" repair >"$T/repair.out" 2>&1 || { bad_repair=$((bad_repair + 1)); sed 's/^/#   /' "$T/repair.out"; }
+    mem=$($RUNC exec "lx$i-$$" grep MemTotal /proc/meminfo)
+    grep -qE '^MemTotal: +196608 kB' <<<"$mem" || { bad_view=$((bad_view + 1)); echo "# lx$i after repair: $mem"; }
+    $RUNC delete -f "lx$i-$$"
+    lxcfs_stop "$LX"
+done
+t_eq "LXCFS killed during $n container starts: every container started" "$bad_start" 0
+t_eq "LXCFS back: repair exits 0 each time" "$bad_repair" 0
+t_eq "LXCFS back: after repair every container reads its limit (MemTotal 192 MiB)" "$bad_view" 0
