@@ -320,7 +320,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
         if (!has_p)
             p = 100000;
         if (found)
-            consider_quota(&best, q, p, "linux.resources.cpu of the spec");
+            consider_quota(&best, q, p, "the spec (linux.resources.cpu)");
         json_t *cpus = json_object_get(cpu, "cpus");
         if (cpus && !json_is_string(cpus))
             return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: expected a string");
@@ -416,7 +416,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
         uint64_t r = rounded(best.q, best.p, rounding);
         if (r < 1)
             r = 1;
-        if (r < cpus) {
+        if (r <= cpus) {
             cpus = r;
             snprintf(out->cpus_why, sizeof(out->cpus_why), "CPU quota %" PRIu64 "/%" PRIu64
                      " = %.2f of %s, %s", best.q, best.p, (double)best.q / (double)best.p,

@@ -35,7 +35,8 @@ int rv_state_write(const struct rv_config *cfg, const char *id, const char *file
         return rv_fail(err, errno, "open `%s`", dir);
     if (rv_json_dump(doc, &text, &len, err) < 0)
         return -1;
-    return rv_write_atomic_at(dfd, file, text, len, NULL, err);
+    /* runtime state under /run: gone at reboot anyway, so no fsync */
+    return rv_write_atomic_volatile_at(dfd, file, text, len, err);
 }
 
 int rv_state_read(const struct rv_config *cfg, const char *id, const char *file, json_t **doc,

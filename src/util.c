@@ -134,8 +134,8 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
-                       const struct stat *st, struct rv_error *err)
+static int write_atomic(int dirfd, const char *name, const char *data, size_t len,
+                        const struct stat *st, bool durable, struct rv_error *err)
 {
     char tmp[NAME_MAX + 1];
     cleanup_close int fd = -1;
@@ -152,7 +152,7 @@ int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len
     }
     if (fd < 0)
         return rv_fail(err, errno, "create temporary file for `%s`", name);
-    if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+    if (write_all(fd, data, len) < 0 || (durable && fsync(fd) < 0)) {
         int e = errno;
         unlinkat(dirfd, tmp, 0);
         return rv_fail(err, e, "write `%s`", name);
@@ -169,6 +169,18 @@ int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len
         return rv_fail(err, e, "replace `%s`", name);
     }
     return 0;
+}
+
+int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
+                       const struct stat *st, struct rv_error *err)
+{
+    return write_atomic(dirfd, name, data, len, st, true, err);
+}
+
+int rv_write_atomic_volatile_at(int dirfd, const char *name, const char *data, size_t len,
+                                struct rv_error *err)
+{
+    return write_atomic(dirfd, name, data, len, NULL, false, err);
 }
 
 int rv_parse_u64(const char *s, uint64_t *out)

@@ -51,6 +51,10 @@ int rv_read_small(const char *path, char *buf, size_t size);
  * failure the original is untouched and the temp file is removed. */
 int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                        const struct stat *st, struct rv_error *err);
+/* The same without the fsync: still atomic for readers and killed writers,
+ * but not durable across a power loss. For runtime state under /run only. */
+int rv_write_atomic_volatile_at(int dirfd, const char *name, const char *data, size_t len,
+                                struct rv_error *err);
 
 /* Parse a decimal unsigned/signed integer that fills the whole string. */
 int rv_parse_u64(const char *s, uint64_t *out);

@@ -1,0 +1,70 @@
+#!/usr/bin/python3
+"""Interleaved start-latency benchmark: create+start+delete of a busybox
+/bin/true container under each arm, ROUNDS times, arms in a shuffled order
+each round; prints medians and the difference to each plain runtime.
+
+usage: bench.py ROUNDS WORKDIR ARM=COMMAND... (COMMAND: runtime argv prefix,
+       split on spaces, leading NAME=VALUE words are its environment, and an
+       optional "|STATE-COMMAND" suffix polls for "stopped" outside resview, as
+       an engine waits on the exit fifo rather than calling `state`). The
+       bundle's pristine config.json is restored before every create, as an
+       engine writes a fresh one; bundles live in WORKDIR (put it on tmpfs, as
+       engines put bundles under /run)."""
+import os, random, shutil, statistics, subprocess, sys, time
+
+rounds, work = int(sys.argv[1]), sys.argv[2]
+arms = [a.split("=", 1) for a in sys.argv[3:]]
+times = {name: [] for name, _ in arms}
+
+# Never a pipe for the container's stdio: `create` hands it to the container,
+# which keeps it open until it exits.
+errlog = open(os.path.join(work, "bench.err"), "w+")
+
+def parse(prefix):
+    cmd, _, poll = prefix.partition("|")
+    words, env = cmd.split(), dict(os.environ)
+    while words and "=" in words[0] and not words[0].startswith("/"):
+        k, v = words.pop(0).split("=", 1)
+        env[k] = v
+    return words, env, (poll.split() or words)
+
+def run(cmd, env=None):
+    errlog.seek(0)
+    errlog.truncate()
+    r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog, env=env)
+    if r.returncode != 0:
+        errlog.seek(0)
+        sys.exit("bench: %s failed: %s" % (" ".join(cmd), errlog.read().strip()))
+
+for i in range(rounds + 3):           # 3 warm-up rounds, not counted
+    order = list(arms)
+    random.shuffle(order)
+    for name, prefix in order:
+        bundle = os.path.join(work, "bundle-" + name)
+        shutil.copyfile(os.path.join(bundle, "config.pristine"), os.path.join(bundle, "config.json"))
+        cid = "bench-%s-%d" % (name, i)
+        cmd, env, poll = parse(prefix)
+        t0 = time.perf_counter_ns()
+        run(cmd + ["create", "--bundle", bundle, cid], env)
+        run(cmd + ["start", cid], env)
+        # /bin/true exits at once; wait for "stopped" before delete
+        for _ in range(2000):
+            st = subprocess.run(poll + ["state", cid], stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True).stdout
+            if '"stopped"' in st:
+                break
+        run(cmd + ["delete", cid], env)
+        t1 = time.perf_counter_ns()
+        if i >= 3:
+            times[name].append((t1 - t0) / 1e6)
+
+med = {n: statistics.median(v) for n, v in times.items()}
+print("start latency, create+start+delete of busybox /bin/true, %d interleaved rounds" % rounds)
+print("%-22s %10s %10s %10s" % ("arm", "median ms", "p10 ms", "p90 ms"))
+for n, v in times.items():
+    q = statistics.quantiles(v, n=10)
+    print("%-22s %10.2f %10.2f %10.2f" % (n, med[n], q[0], q[-1]))
+for n in med:
+    base = n.split("+")[-1]
+    if base != n and base in med:
+        print("added by resview over %-5s: %+.2f ms median (%.3fx)" % (base, med[n] - med[base], med[n] / med[base]))
