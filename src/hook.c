@@ -3,6 +3,8 @@
 #include "resview/hook.h"
 #include "resview/bounded.h"
 #include "resview/edit.h"
+#include "resview/envvars.h"
+#include "resview/limits.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 #include "resview/state.h"
@@ -147,6 +149,62 @@ static void record(const struct rv_config *cfg, const char *id, const struct rv_
         rv_log(RV_WARN, "record the views: %s", rec ? err.msg : "out of memory");
 }
 
+/* After the bounded child: log, record, and the exit code. */
+static int finish_views(const struct rv_config *cfg, const char *id, struct hook_job *job,
+                        const struct rv_error *err)
+{
+    char why[RV_ERRMSG_MAX + 64];
+
+    if (job->req.n_failed == job->req.n && job->req.n && !job->lx.live && !job->lx.why[0])
+        snprintf(job->lx.why, sizeof(job->lx.why), "LXCFS at `%s` does not answer: %s",
+                 cfg->lxcfs_root, err->msg);
+    if (job->req.gone) {
+        rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
+        return 0;
+    }
+    if (!job->lx.live && !job->req.start_time) {
+        char path[64];
+        cleanup_close int piddir = -1;
+        snprintf(path, sizeof(path), "/proc/%d", (int)job->req.pid);
+        piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
+            rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
+            return 0;
+        }
+    }
+    if (!job->lx.live) {
+        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN,
+               "LXCFS is down (%s): the container starts with the host's /proc values; "
+               "`resview repair` attaches the views once LXCFS answers", job->lx.why);
+        for (unsigned i = 0; i < job->req.n; i++)
+            job->req.views[i].state = RV_VIEW_TODO;
+        record(cfg, id, &job->req, "lxcfs-down", job->lx.why);
+        return cfg->lxcfs_required ? 1 : 0;
+    }
+    if (job->req.error[0] || job->req.n_failed) {
+        const char *first = "";
+        for (unsigned i = 0; i < job->req.n && !*first; i++)
+            if (job->req.views[i].state == RV_VIEW_FAILED)
+                first = job->req.views[i].why;
+        snprintf(why, sizeof(why), "%s%s%s", job->req.error, *job->req.error && *first ? "; " : "",
+                 first);
+        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %u failed: %s",
+               job->req.n_failed, why);
+        record(cfg, id, &job->req, job->req.n_mounted ? "partial" : "failed", why);
+        return cfg->lxcfs_required ? 1 : 0;
+    }
+    for (unsigned i = 0; i < job->req.n; i++)
+        if (job->req.views[i].state == RV_VIEW_SKIPPED &&
+            strcmp(job->req.views[i].why, "not offered by LXCFS") != 0)
+            rv_log(RV_WARN, "LXCFS view /%s skipped: %s", job->req.views[i].dst,
+                   job->req.views[i].why);
+    rv_log(RV_DEBUG, "LXCFS views: %u mounted, %u already there, %u skipped (pid %d, rootfs `%s` "
+           "found as the %s)", job->req.n_mounted, job->req.n_present, job->req.n_skipped,
+           (int)job->req.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
+    record(cfg, id, &job->req, "ok", NULL);
+    return 0;
+}
+
 static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
     struct rv_error err;
@@ -155,8 +213,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
     cleanup_free char *text = NULL;
     size_t len = 0;
     int r, status;
-    char why[RV_ERRMSG_MAX + 64];
-
+    
     if (read_stdin(&text, &len, &err) < 0 || rv_hook_parse_state(text, len, &st, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
@@ -191,57 +248,127 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
         rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
 
     if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
-        snprintf(why, sizeof(why), "LXCFS views: %s", err.msg);
         job->req.n_failed = job->req.n;
-        if (!job->lx.live && !job->lx.why[0])
-            snprintf(job->lx.why, sizeof(job->lx.why), "LXCFS at `%s` does not answer: %s",
-                     cfg->lxcfs_root, err.msg);
+        if (job->lx.live)
+            snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
     }
-    if (job->req.gone) {
-        rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
+    return finish_views(cfg, st.id, job, &err);
+}
+
+/* enroot: the container's environment so far, "K=V" lines, as an env array. */
+static int read_environ(const char *path, json_t **env, struct rv_error *err)
+{
+    cleanup_free char *text = NULL;
+    size_t len;
+    char *save = NULL;
+
+    if (rv_read_file_at(AT_FDCWD, path, 1u << 20, &text, &len, NULL, err) < 0)
+        return -1;
+    *env = json_array();
+    if (!*env)
+        return rv_fail(err, ENOMEM, "environ");
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (strchr(line, '='))
+            json_array_append_new(*env, json_string(line));
+    return 0;
+}
+
+static int append_environ(const char *path, const struct rv_env_plan *plan, json_t *env,
+                          unsigned *added, struct rv_error *err)
+{
+    char buf[RV_MAX_VARS * 96] = "";
+    size_t off = 0;
+    cleanup_close int fd = -1;
+
+    *added = 0;
+    for (int i = 0; i < plan->n; i++) {
+        int n;
+        if (plan->items[i].status != RV_VAR_INJECT || rv_env_get(env, plan->items[i].name))
+            continue;
+        n = snprintf(buf + off, sizeof(buf) - off, "%s=%s\n", plan->items[i].name,
+                     plan->items[i].value);
+        if (n < 0 || (size_t)n >= sizeof(buf) - off)
+            return rv_fail(err, ENAMETOOLONG, "variables for `%s`", path);
+        off += (size_t)n;
+        (*added)++;
+    }
+    if (off == 0)
+        return 0;
+    fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd < 0)
+        return rv_fail(err, errno, "open `%s`", path);
+    if (write(fd, buf, off) != (ssize_t)off)
+        return rv_fail(err, errno, "append to `%s`", path);
+    return 0;
+}
+
+/* enroot hooks.d: ENROOT_PID (the container's process), ENROOT_ROOTFS (its
+ * rootfs, not pivoted yet), ENROOT_ENVIRON (a file of "K=V" lines the
+ * container starts with; hooks append to it). Views as for OCI, then the
+ * resource variables computed from the container's cgroups. */
+static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
+{
+    const char *pid_s = getenv("ENROOT_PID"), *rootfs = getenv("ENROOT_ROOTFS");
+    const char *environ_file = getenv("ENROOT_ENVIRON");
+    cleanup_json json_t *env = NULL;
+    cleanup_json json_t *spec = NULL;
+    struct rv_error err;
+    uint64_t pid;
+    char id[64];
+    int status, lx_on, env_on;
+
+    if (!pid_s || rv_parse_u64(pid_s, &pid) < 0 || pid == 0 || pid > INT32_MAX || !rootfs ||
+        !*rootfs || !environ_file || !*environ_file) {
+        rv_log(RV_ERROR, "--enroot: ENROOT_PID, ENROOT_ROOTFS and ENROOT_ENVIRON must be set");
+        return 1;
+    }
+    snprintf(id, sizeof(id), "enroot-%u", (unsigned)pid);
+    rv_log_set_id(id);
+    if (read_environ(environ_file, &env, &err) < 0) {
+        rv_log(RV_ERROR, "--enroot: %s", err.msg);
+        return 1;
+    }
+    /* the requests come from the container's environment (no annotations) */
+    spec = json_pack("{s:{s:O}}", "process", "env", env);
+    lx_on = spec ? rv_spec_request(spec, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err) : -2;
+    env_on = lx_on == -2 ? -2 : rv_spec_request(spec, RV_ANN_ENV, "RESVIEW_ENV", &err);
+    if (lx_on == -2 || env_on == -2) {
+        rv_log(RV_ERROR, "--enroot: %s", spec ? err.msg : "out of memory");
+        return 1;
+    }
+    if (env_on == 1 || (env_on < 0 && cfg->env_enabled)) {
+        struct rv_host host;
+        struct rv_limits lim;
+        struct rv_env_plan plan;
+        unsigned added;
+        rv_host_defaults(&host);
+        snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%u/cgroup", (unsigned)pid);
+        if (rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0 ||
+            (rv_env_plan(cfg, &lim, env, &plan), append_environ(environ_file, &plan, env, &added, &err)) < 0) {
+            rv_log(RV_ERROR, "--enroot: variables: %s", err.msg);
+            return 1;
+        }
+        rv_log(RV_INFO, "enroot: %u variables added (cpus=%u: %s)", added, lim.cpus, lim.cpus_why);
+    }
+    if (lx_on == 0) {
+        rv_log(RV_DEBUG, "LXCFS views: off for this container");
         return 0;
     }
-    if (!job->lx.live && !job->req.start_time) {
-        char path[64];
-        cleanup_close int piddir = -1;
-        snprintf(path, sizeof(path), "/proc/%d", (int)st.pid);
-        piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
-            rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)st.pid);
-            return 0;
-        }
+    job->req.pid = (pid_t)pid;
+    job->req.replace_foreign = true;
+    if (!realpath(rootfs, job->req.rootfs) ||
+        rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
+        rv_log(RV_ERROR, "--enroot: rootfs `%s`: %s", rootfs, strerror(errno));
+        return 1;
     }
-    if (!job->lx.live) {
-        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN,
-               "LXCFS is down (%s): the container starts with the host's /proc values; "
-               "`resview repair` attaches the views once LXCFS answers", job->lx.why);
-        for (unsigned i = 0; i < job->req.n; i++)
-            job->req.views[i].state = RV_VIEW_TODO;
-        record(cfg, st.id, &job->req, "lxcfs-down", job->lx.why);
-        return cfg->lxcfs_required ? 1 : 0;
+    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
+        rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
+    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
+        job->req.n_failed = job->req.n;
+        if (job->lx.live)
+            snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
     }
-    if (job->req.error[0] || job->req.n_failed) {
-        const char *first = "";
-        for (unsigned i = 0; i < job->req.n && !*first; i++)
-            if (job->req.views[i].state == RV_VIEW_FAILED)
-                first = job->req.views[i].why;
-        snprintf(why, sizeof(why), "%s%s%s", job->req.error, *job->req.error && *first ? "; " : "",
-                 first);
-        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %u failed: %s",
-               job->req.n_failed, why);
-        record(cfg, st.id, &job->req, job->req.n_mounted ? "partial" : "failed", why);
-        return cfg->lxcfs_required ? 1 : 0;
-    }
-    for (unsigned i = 0; i < job->req.n; i++)
-        if (job->req.views[i].state == RV_VIEW_SKIPPED &&
-            strcmp(job->req.views[i].why, "not offered by LXCFS") != 0)
-            rv_log(RV_WARN, "LXCFS view /%s skipped: %s", job->req.views[i].dst,
-                   job->req.views[i].why);
-    rv_log(RV_DEBUG, "LXCFS views: %u mounted, %u already there, %u skipped (pid %d, rootfs `%s` "
-           "found as the %s)", job->req.n_mounted, job->req.n_present, job->req.n_skipped,
-           (int)st.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
-    record(cfg, st.id, &job->req, "ok", NULL);
-    return 0;
+    return finish_views(cfg, id, job, &err);
 }
 
 /* The job is shared with the bounded child (see bounded.h). */
@@ -259,6 +386,20 @@ static int hook_oci(struct rv_config *cfg)
     return r;
 }
 
+static int hook_enroot(struct rv_config *cfg)
+{
+    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+    int r;
+
+    if (!job) {
+        rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
+        return 1;
+    }
+    r = hook_enroot_job(cfg, job);
+    rv_shared_free(job, sizeof(*job));
+    return r;
+}
+
 int rv_hook_main(int argc, char **argv)
 {
     struct rv_config cfg;
@@ -271,12 +412,11 @@ int rv_hook_main(int argc, char **argv)
     }
     rv_log_init("hook", &cfg);
     rv_log_config_warnings(&cfg);
-    if (argc > 1 && strcmp(argv[1], "--enroot") == 0) {
-        rv_log(RV_ERROR, "--enroot: not available in this build");
-        return 1;
-    }
+    if (argc > 1 && strcmp(argv[1], "--enroot") == 0)
+        return hook_enroot(&cfg);
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: resview-hook   (OCI hook: state JSON on stdin)\n");
+        printf("usage: resview-hook           OCI hook (prestart or createRuntime): state JSON on stdin\n"
+               "       resview-hook --enroot  enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
         return 0;
     }
     return hook_oci(&cfg);
