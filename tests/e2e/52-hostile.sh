@@ -127,3 +127,56 @@ shim "$T/fifo"
 kill $holder 2>/dev/null
 t_ok "config.json a FIFO with a silent writer: refused, no hang" test "$rc" -ne 0 -a "$rc" -ne 137
 t_contains "config.json a FIFO: says why" "$err" "not a regular file"
+
+# 5. a rootfs whose /sys, /sys/devices/system/cpu or /proc are symlinks to host
+#    paths, or /sys a bind mount of a host directory, in real containers (runc, private LXCFS, the hook): the container
+#    starts (or runc itself refuses it), nothing is mounted outside the rootfs,
+#    host files are untouched, the /proc views that are safe still work.
+unset RESVIEW_CONFIG
+export LXCFS_DIR=$T/lxcfs
+rv_config "$T/config.lx"
+jq '.runtimes = ["runc"]' "$T/config.lx" >"$T/config.lx.runc"
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+lxcfs_start "$LXCFS_DIR" || echo "not ok - lxcfs did not start"
+RUNC="runc --root $T/runc-root"
+mkdir -p "$T/host/cpu" "$T/host/sys/devices/system/cpu"
+echo secret >"$T/host/cpu/online"; echo secret >"$T/host/sys/devices/system/cpu/online"
+host_lxcfs_mounts() { grep fuse.lxcfs /proc/self/mountinfo | awk '$4 != "/"' | wc -l; }
+lx_before=$(host_lxcfs_mounts)
+NOSYS='.mounts |= map(select(.destination != "/sys" and .destination != "/sys/fs/cgroup"))'
+LIM='.process.args = ["/bin/sleep", "3600"] | .linux.resources.memory = {limit: 201326592}'
+hostile_rootfs() { # NAME SETUP-CMD [JQ]: rootfs prepared by SETUP-CMD (run in the rootfs), spec edited by JQ
+    local name=$1 setup=$2 extra=${3:-.} id=hr-$1-$$ pid mem
+    rv_bundle "$T/$name" "$LIM | $NOSYS | $extra"
+    (cd "$T/$name/rootfs" && eval "$setup")
+    (cd "$T/$name" && RESVIEW_CONFIG=$T/config.lx.runc "$RUNTIME" --root "$T/runc-root" create "$id" \
+        </dev/null >/dev/null 2>"$T/$name.err" && $RUNC start "$id" 2>>"$T/$name.err"); rc=$?
+    if [ $rc -eq 0 ]; then
+        pid=$($RUNC state "$id" | jq -r .pid)
+        mem=$($RUNC exec "$id" grep MemTotal /proc/meminfo)
+        t_contains "rootfs $name: the container starts and reads its /proc/meminfo view" "$mem" "196608 kB"
+        if [ "$extra" = . ]; then
+            t_eq "rootfs $name: nothing of the host tree mounted in the container" "$(grep -c " $T/host" "/proc/$pid/mountinfo")" 0
+            t_eq "rootfs $name: no cpu/online view through the symlink" \
+                "$(grep fuse.lxcfs "/proc/$pid/mountinfo" | awk '{print $5}' | grep -c 'cpu/online')" 0
+        else # the tenant's own bind of a host directory: a view there stays in the container's namespace
+            t_eq "rootfs $name: inside, cpu/online is the LXCFS view, not the host file" \
+                "$($RUNC exec "$id" cat /sys/devices/system/cpu/online)" "$(cat "$LXCFS_DIR/sys/devices/system/cpu/online")"
+        fi
+        $RUNC delete -f "$id"
+    else
+        echo "# rootfs $name: runc refused: $(grep -o 'msg=.*' "$T/$name.err" | head -c 200)"
+        t_not_contains "rootfs $name: refused by runc, not by resview" "$(cat "$T/$name.err")" "resview"
+    fi
+    t_eq "rootfs $name: host files untouched" "$(cat "$T/host/cpu/online" "$T/host/sys/devices/system/cpu/online" | tr '\n' ' ')" "secret secret "
+    t_eq "rootfs $name: nothing mounted on the host tree (host namespace)" "$(grep -c " $T/host" /proc/self/mountinfo)" 0
+    t_eq "rootfs $name: no LXCFS file mounted in the host namespace" "$(host_lxcfs_mounts)" "$lx_before"
+}
+hostile_rootfs cpu-symlink "mkdir -p sys/devices/system && ln -s $T/host/cpu sys/devices/system/cpu"
+hostile_rootfs sys-symlink "rmdir sys && ln -s $T/host/sys sys"
+hostile_rootfs sys-dotdot "mkdir -p sys/devices/system && ln -s ../../../../../../../../$T/host/cpu sys/devices/system/cpu"
+hostile_rootfs sys-bind-host "mkdir -p sys" \
+    ".mounts += [{destination: \"/sys\", type: \"bind\", source: \"$T/host/sys\", options: [\"rbind\", \"rw\"]}]"
+hostile_rootfs proc-symlink "rmdir proc && ln -s /proc proc"
+hostile_rootfs proc-host-dir "rmdir proc && ln -s $T/host proc"
+lxcfs_stop "$LXCFS_DIR"
