@@ -20,6 +20,14 @@ t_contains "LXCFS down: warning logged" "$(cat "$T/resview.log")" "LXCFS is down
 RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
 t_eq "repair while LXCFS is down: fails" "$rc" "1"
 t_contains "repair while LXCFS is down: says why" "$(cat "$T/out")" "LXCFS is not answering"
+# lxcfs.required: then a start without LXCFS fails, saying why.
+rv_config "$T/config-req.json" '{"lxcfs": {"required": true}}'
+rv_bundle "$T/req" '.process.args = ["/bin/true"]'
+out=$(run_shim runc "req-$$" "$T/req" "$T/config-req.json" 2>&1); rc=$?
+t_ok "lxcfs.required, LXCFS down: the start fails" test "$rc" -ne 0
+t_contains "lxcfs.required: the error says LXCFS is down" "$out" "LXCFS is down"
+runc --root "$T/runc-root" delete -f "req-$$" >/dev/null 2>&1
+
 # `repair --wait` (lxcfs.service ExecStartPost) waits for LXCFS to answer.
 RESVIEW_CONFIG=$T/config.json "$CLI" repair --wait 30 >"$T/out" 2>&1 & rp=$!
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
