@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
@@ -67,9 +68,13 @@ json_t *rv_views_record(const struct rv_inject *req, const char *status, const c
 {
     json_t *rec, *wanted, *mounted, *skipped;
 
-    rec = json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "pid", (json_int_t)req->pid, "start_time",
-                    (json_int_t)req->start_time, "rootfs", req->rootfs, "lxcfs_root",
-                    req->lxcfs_root, "status", status, "time", (json_int_t)time(NULL));
+    char root_id[64];
+
+    snprintf(root_id, sizeof(root_id), "%u:%u:%llu", major(req->root_dev), minor(req->root_dev),
+             (unsigned long long)req->root_ino);
+    rec = json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:I}", "pid", (json_int_t)req->pid, "start_time",
+                    (json_int_t)req->start_time, "rootfs", req->rootfs, "root_id", root_id,
+                    "lxcfs_root", req->lxcfs_root, "status", status, "time", (json_int_t)time(NULL));
     wanted = json_array();
     mounted = json_array();
     skipped = json_object();
@@ -170,6 +175,13 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
             rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
             return 0;
+        }
+    }
+    if (!job->req.root_ino) {
+        struct stat rs;
+        if (stat(job->req.rootfs, &rs) == 0) {
+            job->req.root_dev = rs.st_dev;
+            job->req.root_ino = rs.st_ino;
         }
     }
     if (!job->lx.live) {

@@ -151,11 +151,22 @@ static int open_root(struct rv_inject *req, int piddir)
     req->root_how = "process root";
     if (!req->rootfs[0])
         return move_fd(proot);
+    /* the root recorded at the first injection (after pivot_root) */
+    if (req->root_ino && fstat(proot, &have) == 0 && have.st_dev == req->root_dev &&
+        have.st_ino == req->root_ino)
+        return move_fd(proot);
     if (stat(req->rootfs, &want) < 0) {
+        /* the host path is gone (unmounted): the recorded identity still
+         * recognises the root of a running container */
+        if (req->root_ino && fstat(proot, &have) == 0 && have.st_dev == req->root_dev &&
+            have.st_ino == req->root_ino)
+            return move_fd(proot);
         snprintf(req->error, sizeof(req->error), "rootfs `%s`: %s", req->rootfs,
                  strerror(errno));
         return -1;
     }
+    req->root_dev = want.st_dev;
+    req->root_ino = want.st_ino;
     if (fstat(proot, &have) == 0 && have.st_dev == want.st_dev && have.st_ino == want.st_ino)
         return move_fd(proot);
     fd = openat2_path(proot, req->rootfs, O_DIRECTORY);

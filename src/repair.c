@@ -13,6 +13,7 @@
 #include <libmount.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 struct ns_seen {
@@ -135,6 +136,15 @@ static int repair_record(const char *id, void *arg)
         c->st->failed++;
         fprintf(c->out, "failed   %s: rootfs path too long\n", id);
         return 0;
+    }
+    {
+        const char *rid = json_string_value(json_object_get(rec, "root_id"));
+        unsigned maj, min;
+        unsigned long long ino;
+        if (rid && sscanf(rid, "%u:%u:%llu", &maj, &min, &ino) == 3) {
+            c->req.root_dev = makedev(maj, min);
+            c->req.root_ino = (ino_t)ino;
+        }
     }
     json_array_foreach(wanted, i, w) {
         const char *rel = json_string_value(w);

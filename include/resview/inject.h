@@ -45,6 +45,8 @@ struct rv_inject {
     pid_t pid;
     unsigned long long start_time;   /* expected; 0 = do not check (filled in) */
     char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root */
+    dev_t root_dev;                  /* its device and inode as first seen (0: unknown), */
+    ino_t root_ino;                  /* to recognise it when the host path is gone */
     char lxcfs_root[PATH_MAX];
     dev_t live_dev;
     bool replace_foreign;            /* detach FUSE mounts of other devices at a target */
