@@ -9,7 +9,11 @@
 #  4. LXCFS killed with SIGKILL at random points while containers start (so
 #     also in the middle of the hook's mounts): every container starts, and
 #     once LXCFS is back `resview repair` gives it its views.
-# (Disk full and a read-only bundle directory are in 11-badinput.sh.)
+#  5. a full disk under the state directory (create) and under the engine's
+#     process file (exec), and a read-only one: the container is not failed,
+#     no file is damaged, a warning is logged.
+# (Disk full and a read-only bundle directory for config.json are in
+# 11-badinput.sh.)
 source "$(dirname "$0")/../lib/common.sh"
 
 RUNS=${FAULT_RUNS:-300}
@@ -73,6 +77,34 @@ cp "$T/process.orig" "$T/process.json"
 cp "$T/process.json" "$T/process.edited"
 t_ok "exec adds the recorded variables" grep -q OMP_NUM_THREADS "$T/process.edited"
 kill_loop "exec" "$T/process.json" "$T/process.orig" "$T/process.edited" "$RUNTIME" exec --process "$T/process.json" exec-$$
+
+# full disk where the shim's other writes go: the state record (create) and
+# the engine's process file (exec). Neither may fail the container or damage
+# a file: the record is a warning, the process file stays as it was.
+mkdir -p "$T/fullstate"
+mount -t tmpfs -o size=16k,nr_inodes=64 tmpfs "$T/fullstate" && t_cleanup "umount -l '$T/fullstate'"
+head -c 16384 /dev/zero >"$T/fullstate/filler" 2>/dev/null
+jq --arg s "$T/fullstate/state" '.state_dir = $s' "$T/config.true" >"$T/config.fullstate"
+cp "$T/orig.json" "$B/config.json"
+RESVIEW_CONFIG=$T/config.fullstate "$RUNTIME" create --bundle "$B" fullst-$$ 2>"$T/err"; rc=$?
+t_eq "state directory on a full disk: create still succeeds" "$rc" 0
+t_ok "state directory on a full disk: config.json edited" grep -q GOMAXPROCS= "$B/config.json"
+t_contains "state directory on a full disk: a warning in the log" "$(grep warn "$T/resview.log" | tail -n 3)" "No space left"
+t_eq "state directory on a full disk: no temporary file left" "$(find "$T/fullstate" -name '*.tmp' | wc -l)" 0
+
+mkdir -p "$T/fullproc"
+mount -t tmpfs -o size=16k tmpfs "$T/fullproc" && t_cleanup "umount -l '$T/fullproc'"
+cp "$T/process.orig" "$T/fullproc/process.json"
+head -c 16384 /dev/zero >"$T/fullproc/filler" 2>/dev/null
+"$RUNTIME" exec --process "$T/fullproc/process.json" exec-$$ 2>"$T/err"; rc=$?
+t_eq "exec with the process file on a full disk: passes through (exit of the next runtime)" "$rc" 0
+t_ok "exec with the process file on a full disk: process file intact" cmp -s "$T/fullproc/process.json" "$T/process.orig"
+t_contains "exec with the process file on a full disk: a warning in the log" "$(grep warn "$T/resview.log" | tail -n 1)" "No space left"
+t_eq "exec with the process file on a full disk: no temporary file left" "$(ls -a "$T/fullproc" | grep -c tmp)" 0
+mount -o remount,ro "$T/fullproc"
+"$RUNTIME" exec --process "$T/fullproc/process.json" exec-$$ 2>"$T/err"; rc=$?
+t_eq "exec with the process file on a read-only file system: passes through" "$rc" 0
+t_contains "exec with the process file on a read-only file system: a warning in the log" "$(grep warn "$T/resview.log" | tail -n 1)" "Read-only file system"
 
 # a hook whose container pid is gone
 sleep 0 & gone=$!; wait $gone
