@@ -2,7 +2,9 @@
  * Event-driven: the mount table of our namespace changes when LXCFS mounts
  * (poll POLLPRI on /proc/self/mountinfo); then wait until it answers and
  * repair. While a FUSE mount is there but does not answer, look again every
- * 100 ms. */
+ * 100 ms. Every --interval seconds (default 60) a quiet repair catches what
+ * no mount event announces: a container whose hook timed out, records of
+ * containers that are gone. */
 #define _GNU_SOURCE
 #include "resview/cli.h"
 #include "resview/log.h"
@@ -23,6 +25,13 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
 static void stamp(char *buf, size_t size)
 {
     time_t t = time(NULL);
@@ -37,14 +46,22 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
     cleanup_close int fd = -1;
     dev_t healed = 0;
     bool waiting = false;
+    uint64_t interval = 60;
+    long next_sweep;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0) {
             o.all = true;
+        } else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
+            if (rv_parse_u64(argv[++i], &interval) < 0 || interval > 86400) {
+                fprintf(stderr, "resview watch: --interval: expected seconds (0..86400)\n");
+                return 2;
+            }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: resview watch [--all]\n"
+            printf("usage: resview watch [--all] [--interval SECONDS]\n"
                    "  Stay running; whenever LXCFS (lxcfs.root) comes back, repair as\n"
-                   "  `resview repair [--all]` would.\n");
+                   "  `resview repair [--all]` would. Also repair quietly every SECONDS\n"
+                   "  (default 60, 0: never) while LXCFS is up.\n");
             return 0;
         } else {
             fprintf(stderr, "resview watch: unknown argument `%s`\n", argv[i]);
@@ -62,6 +79,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
     }
     printf("watching `%s` for LXCFS\n", cfg->lxcfs_root);
     fflush(stdout);
+    next_sweep = now_ms() + (long)interval * 1000;
     while (!stop) {
         struct rv_lxcfs lx;
         struct rv_error err;
@@ -91,12 +109,28 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             fflush(stdout);
         } else if (lx.live) {
             waiting = false;
+            if (interval && now_ms() >= next_sweep) {
+                struct rv_repair_stats st;
+                FILE *quiet = fopen("/dev/null", "w");
+                if (quiet && rv_repair(cfg, &o, &st, quiet, &err) == 0 &&
+                    (st.repaired || st.failed || st.dropped)) {
+                    stamp(ts, sizeof(ts));
+                    printf("%s sweep: scanned %u, repaired %u, failed %u, dropped %u\n", ts,
+                           st.scanned, st.repaired, st.failed, st.dropped);
+                    fflush(stdout);
+                }
+                if (quiet)
+                    fclose(quiet);
+            }
         } else {
             /* mounted but not answering yet: look again soon; gone: wait for a mount */
             waiting = lx.mounted;
             healed = 0;
         }
-        if (poll(&p, 1, waiting ? RETRY_MS : -1) < 0 && errno != EINTR) {
+        if (interval && now_ms() >= next_sweep)
+            next_sweep = now_ms() + (long)interval * 1000;
+        if (poll(&p, 1, waiting ? RETRY_MS : interval ? (int)(next_sweep - now_ms()) : -1) < 0 &&
+            errno != EINTR) {
             rv_log(RV_ERROR, "watch: poll: %s", strerror(errno));
             return 1;
         }

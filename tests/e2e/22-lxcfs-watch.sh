@@ -9,7 +9,7 @@ t_cleanup "lxcfs_stop $LXCFS_DIR"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 host_mem=$(grep MemTotal /proc/meminfo | awk '{print $2}')
 
-RESVIEW_CONFIG=$T/config.json "$CLI" watch >"$T/watch.out" 2>&1 & WATCH=$!
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
 t_cleanup "kill $WATCH"
 wait_for 10 grep -q watching "$T/watch.out"
 
@@ -34,7 +34,9 @@ t_eq "watch: one LXCFS mount per target in all eight" "$one" "8"
 t_ok "watch: still running" kill -0 $WATCH
 
 # 3. A hung LXCFS (stopped): the hook gives up within its bound and the
-#    container starts with host values; recorded for a later repair.
+#    container starts with host values; recorded for a later repair. No
+#    mount event announces that LXCFS answers again: watch notices through
+#    its periodic look (--interval), then repairs.
 kill -STOP "$LXCFS_PID"
 t_cleanup "kill -CONT $LXCFS_PID"
 rv_bundle "$T/hung" ".process.args = [\"/bin/sh\", \"-c\", \"grep MemTotal /proc/meminfo\"] | $LIMITS"
@@ -43,7 +45,14 @@ t_eq "hung LXCFS: container starts" "$rc" "0"
 t_contains "hung LXCFS: with host values" "$out" "$host_mem"
 t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/hung-$$/views")" "lxcfs-down"
 t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
+start_bg hw-$$
+t_eq "hung LXCFS: a long-running container starts with host values" "$(mem_inside hw-$$)" "$host_mem"
 kill -CONT "$LXCFS_PID"
+t_ok "watch: views attached once LXCFS answers again" wait_for 30 healed hw-$$
+hung_dropped() { [ ! -e "$T/state/containers/hung-$$" ]; }
+t_ok "watch: the record of the exited container is dropped" wait_for 30 hung_dropped
+t_contains "watch: says what it repaired" "$(cat "$T/watch.out")" "repaired hw-$$"
+t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-$$"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"
