@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdbool.h>
@@ -124,8 +125,14 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
          * which cost ~100 us each on a VM (measured: 190 us -> 20 us per
          * call). Only the child stays pinned. */
         cpu_set_t saved, one;
-        int cpu = sched_getcpu();
-        bool pinned = cpu >= 0 && sched_getaffinity(0, sizeof(saved), &saved) == 0;
+        int cpu = sched_getcpu(), nice_was;
+        bool pinned = cpu >= 0 && sched_getaffinity(0, sizeof(saved), &saved) == 0, reniced;
+        /* ... and ahead of whatever else waits for that CPU: on a busy host a
+         * child of normal weight waits out another task's slice (~1 ms). It
+         * runs ~0.2 ms, or sleeps in FUSE. Needs CAP_SYS_NICE; else as is. */
+        errno = 0;
+        nice_was = getpriority(PRIO_PROCESS, 0);
+        reniced = errno == 0 && setpriority(PRIO_PROCESS, 0, -20) == 0;
         if (pinned) {
             CPU_ZERO(&one);
             CPU_SET(cpu, &one);
@@ -136,6 +143,8 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
             pid = clone(child_main, (char *)stack + CHILD_STACK, base, &t);
         if (pinned)
             sched_setaffinity(0, sizeof(saved), &saved);
+        if (reniced)
+            setpriority(PRIO_PROCESS, 0, nice_was);
     }
     if (pid < 0) {
         r = rv_fail(err, errno, "clone");
