@@ -219,7 +219,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
 
 static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
-    struct rv_error err;
+    struct rv_error err = { 0 };
     struct rv_hook_state st;
     struct rv_spec spec;
     cleanup_free char *text = NULL;
@@ -324,7 +324,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     const char *environ_file = getenv("ENROOT_ENVIRON");
     cleanup_json json_t *env = NULL;
     cleanup_json json_t *spec = NULL;
-    struct rv_error err;
+    struct rv_error err = { 0 };
     uint64_t pid;
     char id[64];
     int status, lx_on, env_on;
