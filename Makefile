@@ -64,7 +64,7 @@ e2e: all static
 	@tests/run-e2e.sh
 
 check: deps
-	@$(MAKE) --no-print-directory all static $(UNIT_BINS)
+	@$(MAKE) -s --no-print-directory all static $(UNIT_BINS)
 	@tests/run-all.sh $(UNIT_BINS)
 
 demo: deps

@@ -19,11 +19,12 @@ rv_config "$T/config.json"
 SCRIPT='for v in GOMAXPROCS OMP_NUM_THREADS SLURM_CPUS_ON_NODE SLURM_CPUS_PER_TASK SLURM_MEM_PER_NODE; do
     eval "echo \"\$v=\${$v:-(unset)}\""
 done
-echo "nproc=$(nproc)"
+echo "nproc (busybox: affinity)=$(nproc)"
 echo "processors in /proc/cpuinfo=$(grep -c ^processor /proc/cpuinfo)"
 echo "/sys/devices/system/cpu/online=$(cat /sys/devices/system/cpu/online)"
-echo "free: total memory=$(free -m | awk "/^Mem:/ {print \$2}") MiB"
-echo "uptime=$(cut -d" " -f1 /proc/uptime) s"'
+echo "MemTotal in /proc/meminfo=$(awk "/^MemTotal:/ {print \$2, \$3}" /proc/meminfo)"
+echo "free (busybox: sysinfo(2))=$(free -m | awk "/^Mem:/ {print \$2}") MiB"
+echo "/proc/uptime=$(cut -d" " -f1 /proc/uptime) s"'
 FILTER='.linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912} | .process.args = ["/bin/sh", "-c", $s]'
 
 rv_bundle "$T/plain" && jq --arg s "$SCRIPT" "$FILTER" "$T/plain/config.json" >"$T/c" && mv "$T/c" "$T/plain/config.json"
@@ -39,6 +40,9 @@ printf '%-32s %-20s %s\n' "" "plain runc" "resview-runtime -> runc"
 join -t= -j1 -o 0,1.2,2.2 <(cat -n "$T/plain.out" | sed 's/^ *\([0-9]*\)\t/\1:/' | sort -t= -k1,1) \
                            <(cat -n "$T/resview.out" | sed 's/^ *\([0-9]*\)\t/\1:/' | sort -t= -k1,1) \
     | sort -n | awk -F= '{ sub(/^[0-9]+:/, "", $1); printf "%-32s %-20s %s\n", $1, $2, $3 }'
+echo
+echo "procps free/top, lscpu and most runtimes read /proc and /sys; busybox's free and nproc ask the"
+echo "kernel directly (sysinfo(2), sched_getaffinity(2)), which no file view can change."
 echo
 echo "Why these values: resview env --bundle <bundle>"
 "$CLI" env --bundle "$T/resview" | head -3 | sed 's/^/  /'
