@@ -103,3 +103,18 @@ t_eq "--all: exit 0" "$rc" "0"
 t_contains "--all: the namespace was repaired" "$(cat "$T/out")" "repaired namespace of pid $(runc --root "$T/runc-root" state plain-$$ | jq .pid)"
 t_eq "--all: the plain container reads its limit again" "$(runc --root "$T/runc-root" exec plain-$$ grep MemTotal /proc/meminfo | awk '{print $2}')" "524288"
 t_eq "--all: one LXCFS mount on its /proc/meminfo" "$(grep fuse.lxcfs "/proc/$(runc --root "$T/runc-root" state plain-$$ | jq .pid)/mountinfo" | awk '$4 != "/" {print $5}')" "/proc/meminfo"
+
+# 6. --all leaves alone the views of another LXCFS instance that is alive.
+mkdir -p "$T/lxcfs2"
+lxcfs -f -l --enable-cfs -p "$T/lxcfs2.pid" "$T/lxcfs2" >"$T/lxcfs2.out" 2>&1 & LX2=$!
+t_cleanup "kill $LX2; umount -l $T/lxcfs2"
+wait_for 10 head -c1 "$T/lxcfs2/proc/meminfo" >/dev/null
+rv_config "$T/config2.json" "{\"lxcfs\": {\"root\": \"$T/lxcfs2\"}, \"state_dir\": \"$T/state2\"}"
+start_bg other-$$ "$T/config2.json"
+dev2=$(stat -c %d "$T/lxcfs2") 
+dev_of_view() { stat -L -c %d "/proc/$(pid_of other-$$)/root/proc/meminfo"; }
+t_eq "second LXCFS: its container has its views" "$(dev_of_view)" "$dev2"
+RESVIEW_CONFIG=$T/config.json "$CLI" repair --all >"$T/out" 2>&1; rc=$?
+t_eq "--all with a second live LXCFS: exit 0" "$rc" "0"
+t_eq "--all: the other instance's views are left alone" "$(dev_of_view)" "$dev2"
+t_eq "--all: ... and not stacked" "$(per_target other-$$)" "1 "
