@@ -65,76 +65,96 @@ static bool is_json_number(const char *p, size_t n, bool *integer)
     return i == n;
 }
 
-/* Copy text, wrapping out-of-range integer literals. Returns NULL on ENOMEM,
- * or text itself (no copy) when there is nothing to wrap. */
-static char *wrap_big_integers(const char *text, size_t len, size_t *outlen, bool *has_nul)
-{
-    char *out = NULL;
-    size_t o = 0, cap = 0, i = 0;
-    bool found = false;
+/* Bytes that may start something to look at outside strings. */
+static const bool scan_stop[256] = {
+    ['"'] = true, ['-'] = true, ['0'] = true, ['1'] = true, ['2'] = true, ['3'] = true,
+    ['4'] = true, ['5'] = true, ['6'] = true, ['7'] = true, ['8'] = true, ['9'] = true,
+};
 
-    *has_nul = false;
-    for (int pass = 0; pass < 2; pass++) {
-        bool in_str = false;
-        for (i = 0, o = 0; i < len;) {
-            char c = text[i];
-            if (in_str) {
-                if (c == '\\' && i + 1 < len) {
-                    if (i + 6 <= len && memcmp(text + i + 1, "u0000", 5) == 0)
+/* One pass over text. With out == NULL it only measures: returns the output
+ * length and sets *found when a literal needs wrapping; with out it writes.
+ * Strings are skipped with memchr; *has_nul notes a \u0000 escape. */
+static size_t scan(const char *text, size_t len, char *out, bool *found, bool *has_nul)
+{
+    const char *p = text, *end = text + len, *run = text;
+    size_t o = 0;
+
+#define FLUSH(upto)                                                        \
+    do {                                                                   \
+        if (out)                                                           \
+            memcpy(out + o, run, (size_t)((upto) - run));                  \
+        o += (size_t)((upto) - run);                                       \
+        run = (upto);                                                      \
+    } while (0)
+
+    while (p < end) {
+        if (!scan_stop[(unsigned char)*p]) {
+            p++;
+            continue;
+        }
+        if (*p == '"') {
+            /* skip the string: to the next quote not escaped */
+            for (p++;;) {
+                const char *q = memchr(p, '"', (size_t)(end - p));
+                const char *b = memchr(p, '\\', (size_t)((q ? q : end) - p));
+                if (b) {
+                    if (end - b >= 6 && memcmp(b + 1, "u0000", 5) == 0)
                         *has_nul = true;
-                    if (out) { out[o] = c; out[o + 1] = text[i + 1]; }
-                    o += 2; i += 2;
+                    p = b + 2 <= end ? b + 2 : end;
                     continue;
                 }
-                if (c == '"')
-                    in_str = false;
-            } else if (c == '"') {
-                in_str = true;
-            } else if (c == '-' || (c >= '0' && c <= '9')) {
-                size_t j = i + 1;
-                bool integer;
-                while (j < len && ((text[j] >= '0' && text[j] <= '9') || text[j] == '-' ||
-                                   text[j] == '+' || text[j] == '.' || text[j] == 'e' ||
-                                   text[j] == 'E'))
-                    j++;
-                /* Reals are kept as their exact text too: a double round trip
-                 * would rewrite 0.1 as 0.10000000000000001. Anything that is
-                 * not a valid number is left for jansson to reject. */
-                if (j - i < 64 && is_json_number(text + i, j - i, &integer) &&
-                    (!integer || is_big_integer(text + i, j - i))) {
-                    found = true;
-                    if (out) {
-                        memcpy(out + o, "\"" BIG_MARK, sizeof(BIG_MARK));
-                        memcpy(out + o + sizeof(BIG_MARK), text + i, j - i);
-                        out[o + sizeof(BIG_MARK) + (j - i)] = '"';
-                    }
-                    o += sizeof(BIG_MARK) + (j - i) + 1;
-                } else {
-                    if (out)
-                        memcpy(out + o, text + i, j - i);
-                    o += j - i;
-                }
-                i = j;
-                continue;
+                p = q ? q + 1 : end;
+                break;
             }
-            if (out)
-                out[o] = c;
-            o++;
-            i++;
+            continue;
         }
-        if (pass == 0) {
-            if (!found) {
-                *outlen = len;
-                return (char *)text;
+        const char *n = p + 1;
+        bool integer;
+        while (n < end && ((*n >= '0' && *n <= '9') || *n == '-' || *n == '+' || *n == '.' ||
+                           *n == 'e' || *n == 'E'))
+            n++;
+        /* Reals are kept as their exact text too: a double round trip would
+         * rewrite 0.1 as 0.10000000000000001. Anything that is not a valid
+         * number is left for jansson to reject. */
+        if (n - p < 64 && is_json_number(p, (size_t)(n - p), &integer) &&
+            (!integer || is_big_integer(p, (size_t)(n - p)))) {
+            FLUSH(p);
+            *found = true;
+            if (out) {
+                memcpy(out + o, "\"" BIG_MARK, sizeof(BIG_MARK));
+                memcpy(out + o + sizeof(BIG_MARK), p, (size_t)(n - p));
+                out[o + sizeof(BIG_MARK) + (size_t)(n - p)] = '"';
             }
-            cap = o + 1;
-            out = malloc(cap);
-            if (!out)
-                return NULL;
+            o += sizeof(BIG_MARK) + (size_t)(n - p) + 1;
+            run = n;
         }
+        p = n;
     }
-    out[o] = '\0';
-    *outlen = o;
+    FLUSH(end);
+#undef FLUSH
+    return o;
+}
+
+/* Copy text, wrapping out-of-range integer literals and reals. Returns NULL on
+ * ENOMEM, or text itself (no copy) when there is nothing to wrap. */
+static char *wrap_big_integers(const char *text, size_t len, size_t *outlen, bool *has_nul)
+{
+    bool found = false;
+    size_t n;
+    char *out;
+
+    *has_nul = false;
+    n = scan(text, len, NULL, &found, has_nul);
+    if (!found) {
+        *outlen = len;
+        return (char *)text;
+    }
+    out = malloc(n + 1);
+    if (!out)
+        return NULL;
+    scan(text, len, out, &found, has_nul);
+    out[n] = '\0';
+    *outlen = n;
     return out;
 }
 
@@ -173,34 +193,34 @@ int rv_json_dump(const json_t *root, char **out, size_t *len, struct rv_error *e
 
     if (!s)
         return rv_fail(err, ENOMEM, "serialize JSON");
-    /* Unwrap in place: the output only shrinks. Marked strings come only from
-     * wrap_big_integers: rv_json_parse rejects input strings holding a NUL. */
-    for (r = w = s; *r;) {
-        if (strncmp(r, mark, sizeof(mark) - 1) == 0) {
-            const char *d = r + sizeof(mark) - 1, *e = d;
-            while ((*e >= '0' && *e <= '9') || *e == '-' || *e == '+' || *e == '.' || *e == 'e' ||
-                   *e == 'E')
-                e++;
-            if (*e == '"' && e > d) {
-                memmove(w, d, (size_t)(e - d));
-                w += e - d;
-                r = (char *)e + 1;
-                continue;
-            }
+    /* Unwrap in place: the output only shrinks. The mark can only start a
+     * wrapped literal: rv_json_parse refuses input strings holding a NUL, and
+     * nothing else puts one into a document. */
+    size_t n = strlen(s);
+    char *end = s + n;
+    for (r = w = s; r < end;) {
+        char *m = memmem(r, (size_t)(end - r), mark, sizeof(mark) - 1);
+        char *d, *e;
+        if (!m) {
+            memmove(w, r, (size_t)(end - r));
+            w += end - r;
+            break;
         }
-        if (*r == '"') {
-            /* copy a whole string verbatim so that marks inside strings stay */
-            *w++ = *r++;
-            while (*r && *r != '"') {
-                if (*r == '\\' && r[1])
-                    *w++ = *r++;
-                *w++ = *r++;
-            }
-            if (*r)
-                *w++ = *r++;
+        memmove(w, r, (size_t)(m - r));
+        w += m - r;
+        d = e = m + sizeof(mark) - 1;
+        while ((*e >= '0' && *e <= '9') || *e == '-' || *e == '+' || *e == '.' || *e == 'e' ||
+               *e == 'E')
+            e++;
+        if (*e != '"' || e == d) {
+            /* cannot happen; keep the text rather than guess */
+            *w++ = *m;
+            r = m + 1;
             continue;
         }
-        *w++ = *r++;
+        memmove(w, d, (size_t)(e - d));
+        w += e - d;
+        r = e + 1;
     }
     *w = '\0';
     *out = s;
