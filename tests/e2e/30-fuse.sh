@@ -213,6 +213,16 @@ t_eq "installed layout: the profile used is <bin>/../share/resview/seccomp.json"
 if command -v apparmor_parser >/dev/null; then
     t_ok "profiles/apparmor/resview-fuse parses (apparmor_parser -Q -K)" \
         apparmor_parser -Q -K "$TOP/profiles/apparmor/resview-fuse"
+    # load.sh: nothing where AppArmor is off; installs and runs the parser where on.
+    echo N >"$T/aa-enabled"
+    t_contains "load.sh: AppArmor disabled: nothing loaded" \
+        "$(RESVIEW_AA_ENABLED=$T/aa-enabled RESVIEW_AA_DIR=$T/aa.d "$TOP/profiles/apparmor/load.sh" 2>&1)" "not enabled"
+    t_ok "load.sh: AppArmor disabled: no file installed" test ! -e "$T/aa.d/resview-fuse"
+    echo Y >"$T/aa-enabled"
+    t_contains "load.sh: AppArmor enabled: installed and parsed" \
+        "$(RESVIEW_AA_ENABLED=$T/aa-enabled RESVIEW_AA_DIR=$T/aa.d RESVIEW_AA_PARSER="apparmor_parser -Q -K" \
+           "$TOP/profiles/apparmor/load.sh" 2>&1)" "loaded from $T/aa.d/resview-fuse"
+    t_ok "load.sh: the installed profile is the repo's" cmp "$TOP/profiles/apparmor/resview-fuse" "$T/aa.d/resview-fuse"
 else
     echo "not ok - apparmor_parser missing (make deps installs tests/deps.d/fuse.txt)"
 fi
