@@ -241,7 +241,7 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
     if (aa == RV_AA_NOT_LOADED)
         return rv_fail(err, 0, "FUSE: AppArmor is enabled but the profile `%s` "
                        "(fuse.apparmor_profile) is not loaded: load it with "
-                       "`apparmor_parser -r /etc/apparmor.d/resview-fuse` (install.sh does)",
+                       "share/resview/apparmor/load.sh or `apparmor_parser -r -W FILE`",
                        cfg->apparmor_profile);
     sc = json_object_get(linux_, "seccomp");
     if (!sc || json_is_null(sc)) {
