@@ -98,3 +98,16 @@ sleep 0.2
 t_ok "delete passes through" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" delete -f life1
 t_ok "container is gone" test ! -e "$T/runc-root/life1"
 t_contains "features passes through" "$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" features 2>&1)" "ociVersion"
+
+# the rewrite keeps config.json's mode and owner
+rv_bundle "$T/b-mode" "$Q15"
+chmod 0640 "$T/b-mode/config.json" && chown 1234:5678 "$T/b-mode/config.json"
+ino_before=$(stat -c %i "$T/b-mode/config.json")
+out=$(run_shim runc mode1 "$T/b-mode")
+t_contains "container with a 0640, 1234:5678 config.json runs with the variables" "$out" "GOMAXPROCS=2"
+t_eq "mode and owner kept after the rewrite" "$(stat -c '%a %u:%g' "$T/b-mode/config.json")" "640 1234:5678"
+t_ok "config.json was replaced (rename), not written in place" test "$(stat -c %i "$T/b-mode/config.json")" != "$ino_before"
+t_eq "no temporary file left in the bundle" "$(ls -a "$T/b-mode" | grep -c 'resview.*tmp')" 0
+sum=$(sha256sum <"$T/b-mode/config.json")
+(cd "$T/b-mode" && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" run mode2 >/dev/null 2>&1)
+t_eq "a second create on the same bundle changes nothing" "$(sha256sum <"$T/b-mode/config.json")" "$sum"
