@@ -83,8 +83,8 @@ rv_bundle "$T/b-life" "$Q15 | .process.args = [\"/bin/sleep\", \"30\"]"
 (cd "$T/b-life" && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" create life1) </dev/null >/dev/null 2>&1
 t_ok "create through the shim" test -f "$T/runc-root/life1/state.json"
 t_ok "start through the shim" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" start life1
-echo '{' >"$T/bad.json"  # a broken bundle in the cwd must not matter for state
-st=$(cd "$T" && cp bad.json config.json && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" state life1)
+mkdir -p "$T/badcwd" && echo '{' >"$T/badcwd/config.json"  # a broken bundle in the cwd must not matter
+st=$(cd "$T/badcwd" && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" state life1)
 t_eq "state passes through without reading a bundle" "$(jq -r .status <<<"$st")" running
 jq -n '{terminal: false, args: ["/bin/sh", "-c", "env"], cwd: "/", env: ["PATH=/bin", "GOMAXPROCS=9"], user: {uid: 0, gid: 0}}' >"$T/proc.json"
 jq -n '{terminal: false, args: ["/bin/sh", "-c", "env"], cwd: "/", env: ["PATH=/bin"], user: {uid: 0, gid: 0}}' >"$T/proc2.json"
