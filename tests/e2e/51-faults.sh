@@ -123,24 +123,37 @@ jq --arg lx "$LX" '.runtimes = ["runc"] | .lxcfs.root = $lx' "$T/config.json" >"
 t_cleanup "lxcfs_stop $LX"
 RUNC="runc --root $T/runc-root"
 bad_start=0 bad_repair=0 bad_view=0 n=0
+# start_lx I: create+start container lx$I through the shim; exit code in lx$I.rc
+start_lx() {
+    (cd "$T/lx$1" && RESVIEW_CONFIG=$T/config.runc "$RUNTIME" --root "$T/runc-root" create "lx$1-$$" \
+        </dev/null >/dev/null 2>"$T/lx$1.err" && $RUNC start "lx$1-$$" 2>>"$T/lx$1.err"; echo $? >"$T/lx$1.rc")
+}
+stop_lx() { $RUNC kill "lx$1-$$" KILL; for _ in $(seq 1 100); do [ "$($RUNC state "lx$1-$$" | jq -r .status)" = stopped ] && break; sleep 0.05; done; $RUNC delete -f "lx$1-$$"; }
+LIMIT='.process.args = ["/bin/sleep", "3600"] | .linux.resources.memory = {limit: 201326592}'
+# the length of one whole start (create with the hook, then start), to spread the kills over
+lxcfs_start "$LX" || echo "not ok - lxcfs did not start"
+rv_bundle "$T/lx0" "$LIMIT"
+t0=$(now_us); start_lx 0; lx_span=$(( $(now_us) - t0 ))
+stop_lx 0
+kill -9 "$LXCFS_PID"; lxcfs_stop "$LX"
 for i in 1 2 3 4 5 6 7 8; do
     lxcfs_start "$LX" || { echo "not ok - lxcfs did not start"; break; }
-    rv_bundle "$T/lx$i" '.process.args = ["/bin/sleep", "3600"] | .linux.resources.memory = {limit: 201326592}'
-    (cd "$T/lx$i" && RESVIEW_CONFIG=$T/config.runc "$RUNTIME" --root "$T/runc-root" create "lx$i-$$" \
-        </dev/null >/dev/null 2>"$T/lx$i.err" && $RUNC start "lx$i-$$" 2>>"$T/lx$i.err"; echo $? >"$T/lx$i.rc") &
-    starter=$!
-    sleep "0.0$(( RANDOM % 10 ))$(( RANDOM % 10 ))"   # 0..99 ms into the start
+    rv_bundle "$T/lx$i" "$LIMIT"
+    start_lx $i & starter=$!
+    d=$(( (RANDOM * 32768 + RANDOM) % (lx_span + 1) ))
+    sleep "$(printf '%d.%06d' $((d / 1000000)) $((d % 1000000)))"
     kill -9 "$LXCFS_PID"
     wait $starter
     lxcfs_stop "$LX"
     n=$((n + 1))
     [ "$(cat "$T/lx$i.rc")" = 0 ] || { bad_start=$((bad_start + 1)); echo "# lx$i: $(cat "$T/lx$i.err")"; continue; }
+    echo "# lx$i: LXCFS killed ${d}us into a ${lx_span}us start; views recorded as: $(jq -r .status "$T/state/containers/lx$i-$$/views" 2>&1)"
     lxcfs_start "$LX" || break
     RESVIEW_CONFIG=$T/config.runc "$CLI" repair >"$T/repair.out" 2>&1 || { bad_repair=$((bad_repair + 1)); sed 's/^/#   /' "$T/repair.out"; }
     mem=$($RUNC exec "lx$i-$$" grep MemTotal /proc/meminfo)
     grep -qE '^MemTotal: +196608 kB' <<<"$mem" || { bad_view=$((bad_view + 1)); echo "# lx$i after repair: $mem"; }
-    $RUNC delete -f "lx$i-$$"
-    lxcfs_stop "$LX"
+    stop_lx $i
+    kill -9 "$LXCFS_PID"; lxcfs_stop "$LX"   # (a TERM takes LXCFS seconds to exit)
 done
 t_eq "LXCFS killed during $n container starts: every container started" "$bad_start" 0
 t_eq "LXCFS back: repair exits 0 each time" "$bad_repair" 0
