@@ -218,6 +218,7 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
     json_t *linux_, *process, *sc;
     char path[PATH_MAX];
     const char *cur;
+    bool keep_profile;
 
     if (!cfg->fuse_allowed)
         return rv_fail(err, 0, "FUSE was requested but fuse.allowed is false in %s",
@@ -255,12 +256,20 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
             return rv_wrap(err, "FUSE: the spec has no seccomp profile");
         sc = dflt;
     }
+    /* The engine itself granted CAP_SYS_ADMIN and every mount (docker
+     * --cap-add SYS_ADMIN): it gave more than FUSE needs, deliberately; its
+     * profile is kept as it is rather than narrowed. */
+    keep_profile = !dflt && array_has_string(rv_json_path(root, "process.capabilities.bounding"),
+                                             "CAP_SYS_ADMIN") &&
+                   rv_seccomp_allows_any_mount(sc);
+    if (keep_profile)
+        rv_log(RV_INFO, "fuse: the engine granted CAP_SYS_ADMIN and every mount: seccomp kept as is");
     /* Edit a copy: a refused profile leaves the document as it was. */
     {
         cleanup_json json_t *edited = json_deep_copy(sc);
         if (!edited)
             return rv_fail(err, ENOMEM, "linux.seccomp");
-        if (rv_seccomp_add_fuse(edited, err) < 0)
+        if (!keep_profile && rv_seccomp_add_fuse(edited, err) < 0)
             return rv_wrap(err, "FUSE");
         if (add_device(linux_, err) < 0 || add_cgroup_rule(linux_, err) < 0 ||
             add_capability(root, err) < 0)

@@ -265,6 +265,26 @@ int rv_seccomp_add_fuse(json_t *sc, struct rv_error *err)
     return 0;
 }
 
+bool rv_seccomp_allows_any_mount(const json_t *sc)
+{
+    json_t *rule, *n;
+    size_t i, j;
+    bool named = false;
+
+    json_array_foreach(json_object_get(sc, "syscalls"), i, rule)
+        json_array_foreach(json_object_get(rule, "names"), j, n) {
+            if (!json_is_string(n) || strcmp(json_string_value(n), "mount") != 0)
+                continue;
+            named = true;
+            if (json_is_string(json_object_get(rule, "action")) &&
+                strcmp(json_string_value(json_object_get(rule, "action")), "SCMP_ACT_ALLOW") == 0 &&
+                json_array_size(json_object_get(rule, "args")) == 0)
+                return true;
+        }
+    return !named && json_is_string(json_object_get(sc, "defaultAction")) &&
+           strcmp(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_ALLOW") == 0;
+}
+
 int rv_seccomp_load(const char *path, json_t **out, struct rv_error *err)
 {
     cleanup_free char *text = NULL;

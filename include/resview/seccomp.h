@@ -39,6 +39,11 @@ int rv_seccomp_load(const char *path, json_t **out, struct rv_error *err);
  * docker-format conditions on CAP_SYS_ADMIN that runc would ignore. */
 int rv_seccomp_add_fuse(json_t *seccomp, struct rv_error *err);
 
+/* Whether the profile already allows every mount(2): an SCMP_ACT_ALLOW rule
+ * for mount without arguments, or a default action of SCMP_ACT_ALLOW and no
+ * rule for mount. (Docker writes the former for --cap-add SYS_ADMIN.) */
+bool rv_seccomp_allows_any_mount(const json_t *seccomp);
+
 /* Names not known to libseccomp for an architecture of the profile (the
  * native one, and each of its "architectures"): fn(ud, arch, name) once per
  * pair. With with_fuse also the names of the FUSE additions. *unknown gets

@@ -272,6 +272,28 @@ int main(void)
         ok(rv_fuse_apply_host(root, &cfg, &host, &e) < 0 && json_equal(root, copy),
            "unresolved CAP_SYS_ADMIN condition: refused, document untouched (%s)", e.msg);
     }
+    /* The engine granted CAP_SYS_ADMIN and every mount itself: profile kept. */
+    {
+        cleanup_json json_t *root = spec(), *sc = NULL, *narrow = NULL;
+        json_t *caps = rv_json_path(root, "process.capabilities");
+        json_array_append_new(json_object_get(caps, "bounding"), json_string("CAP_SYS_ADMIN"));
+        sc = json_pack("{s:s,s:[{s:[s,s,s],s:s}]}", "defaultAction", "SCMP_ACT_ERRNO", "syscalls",
+                       "names", "mount", "umount2", "setns", "action", "SCMP_ACT_ALLOW");
+        json_object_set(json_object_get(root, "linux"), "seccomp", sc);
+        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 &&
+           json_equal(rv_json_path(root, "linux.seccomp"), sc) && count_fuse_devices(root) == 1,
+           "engine gave CAP_SYS_ADMIN and mount: its profile is not narrowed, /dev/fuse added");
+        narrow = spec();
+        caps = rv_json_path(narrow, "process.capabilities");
+        json_array_append_new(json_object_get(caps, "bounding"), json_string("CAP_SYS_ADMIN"));
+        json_object_set_new(json_object_get(narrow, "linux"), "seccomp",
+                            json_pack("{s:s,s:[{s:[s],s:s}]}", "defaultAction", "SCMP_ACT_ERRNO",
+                                      "syscalls", "names", "getpid", "action", "SCMP_ACT_ALLOW"));
+        ok(rv_fuse_apply_host(narrow, &cfg, &host, &e) == 0 &&
+           json_array_size(rv_json_path(narrow, "linux.seccomp.syscalls")) == 4,
+           "CAP_SYS_ADMIN without a mount rule: the additions are made");
+    }
+
     /* No default profile to be found. */
     {
         cleanup_json json_t *root = spec();

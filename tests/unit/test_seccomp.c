@@ -294,6 +294,18 @@ int main(void)
         ok(rv_seccomp_unknown_names(bad, true, NULL, NULL, &unknown, &e) < 0 && strstr(e.msg, "SCMP_ARCH_VAX"),
            "unknown architecture: error (%s)", e.msg);
     }
+    /* Which profiles already allow every mount. */
+    {
+        cleanup_json json_t *a = json_pack("{s:s}", "defaultAction", "SCMP_ACT_ALLOW");
+        cleanup_json json_t *b = json_pack("{s:s,s:[{s:[s],s:s}]}", "defaultAction", "SCMP_ACT_ERRNO",
+                                           "syscalls", "names", "mount", "action", "SCMP_ACT_ALLOW");
+        cleanup_json json_t *c = json_pack("{s:s}", "defaultAction", "SCMP_ACT_ERRNO");
+        cleanup_json json_t *d = json_pack("{s:s}", "defaultAction", "SCMP_ACT_ALLOW");
+        ok(rv_seccomp_allows_any_mount(a) && rv_seccomp_allows_any_mount(b) && !rv_seccomp_allows_any_mount(c),
+           "allows_any_mount: default allow, unconditional allow rule, default deny");
+        ok(rv_seccomp_add_fuse(d, &e) == 0 && !rv_seccomp_allows_any_mount(d),
+           "allows_any_mount: not after the FUSE edit");
+    }
     /* Doctor on the repo profile via fuse.seccomp_profile. */
     {
         struct rv_config cfg;
