@@ -299,6 +299,9 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
         }
         if (what == 2) {
             if (detach_fd(procfd, fd) < 0) {
+                /* EINVAL: no longer a mount (someone else detached it): look again */
+                if (errno == EINVAL)
+                    continue;
                 view_set(v, RV_VIEW_FAILED, "detach the stale view: %s", strerror(errno));
                 return;
             }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <libmount.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -57,6 +58,7 @@ struct repair_ctx {
     struct rv_inject req;     /* reused: large */
     dev_t keep[RV_KEEP_DEVS_MAX];
     unsigned n_keep;
+    int lockfd;
 };
 
 static bool offered(const struct rv_lxcfs *lx, const char *rel)
@@ -291,6 +293,7 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     memset(st, 0, sizeof(*st));
     if (!c)
         return rv_fail(err, ENOMEM, "repair");
+    c->lockfd = -1;
     c->cfg = cfg;
     c->o = o;
     c->st = st;
@@ -307,6 +310,18 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         free(c->seen.ino);
         return rv_fail(err, 0, "LXCFS is not answering: %s", c->lx.why);
     }
+    /* one repair at a time (watch, the lxcfs.service drop-in, a person) */
+    {
+        char lock[PATH_MAX];
+        struct rv_error e2;
+        if (rv_snprintf(lock, sizeof(lock), "%s/repair.lock", cfg->state_dir) >= 0 &&
+            rv_mkdir_p(cfg->state_dir, 0700, &e2) == 0) {
+            c->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+            if (c->lockfd >= 0)
+                while (flock(c->lockfd, LOCK_EX) < 0 && errno == EINTR)
+                    ;
+        }
+    }
     if (o->n_ids > 0) {
         for (int i = 0; i < o->n_ids; i++) {
             if (!rv_safe_name(o->ids[i])) {
@@ -321,6 +336,8 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     }
     if (o->all)
         scan_all(c);
+    if (c->lockfd >= 0)
+        close(c->lockfd);   /* releases the lock */
     free(c->seen.ino);
     return 0;
 }

@@ -69,6 +69,18 @@ t_eq "after repair: all 20 read their limits again" "$ok" "20"
 t_eq "after repair: exactly one LXCFS mount per target in all 20" "$one" "20"
 t_eq "after repair: no dead mount left (host reads)" "$(cat "/proc/$(pid_of "${ids[0]}")/root/proc/meminfo" 2>&1 | grep -c 'not connected')" "0"
 
+# Two repairs at once (watch and the lxcfs.service drop-in, say): both succeed,
+# between them every container is repaired once, nothing is stacked.
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/outA" 2>&1 & ra=$!
+RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/outB" 2>&1 & rb=$!
+wait $ra; rca=$?; wait $rb; rcb=$?
+t_eq "two repairs at once: both exit 0" "$rca $rcb" "0 0"
+t_eq "two repairs at once: 20 repaired between them" "$(( $(grep -c '^repaired' "$T/outA") + $(grep -c '^repaired' "$T/outB") ))" "20"
+one=0; for id in "${ids[@]}"; do [ "$(per_target "$id")" = "1 " ] && one=$((one + 1)); done
+t_eq "two repairs at once: one LXCFS mount per target in all 20" "$one" "20"
+
 # 3. Only some ids; an unknown id fails.
 RESVIEW_CONFIG=$T/config.json "$CLI" repair "${ids[0]}" "${ids[1]}" >"$T/out" 2>&1; rc=$?
 t_eq "repair ID ID: only those" "$rc $(tail -1 "$T/out")" "0 scanned 2, repaired 0, failed 0 (healthy 2, dropped 0 records of exited containers)"
