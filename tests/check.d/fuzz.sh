@@ -1,6 +1,6 @@
 #!/bin/bash
 # make check stage: build the libFuzzer harnesses and run each briefly
-# (CHECK_FUZZ_SECONDS, default 12) after replaying the regression inputs.
+# (CHECK_FUZZ_SECONDS, default 10) after replaying the regression inputs.
 # `make fuzz` runs the same for longer. Last line: "fuzz: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -10,4 +10,4 @@ if ! out=$(make -s --no-print-directory fuzz-build 2>&1); then
     echo "fuzz: 0 passed, 1 failed"
     exit 1
 fi
-exec tests/fuzz/run.sh "${CHECK_FUZZ_SECONDS:-12}" build/fuzz/fuzz_*
+exec tests/fuzz/run.sh "${CHECK_FUZZ_SECONDS:-10}" build/fuzz/fuzz_*
