@@ -294,6 +294,20 @@ int main(void)
            "CAP_SYS_ADMIN without a mount rule: the additions are made");
     }
 
+    /* Idempotent on a default-allow engine profile too (its second pass sees
+     * CAP_SYS_ADMIN, which it must not take for the engine's grant). */
+    {
+        cleanup_json json_t *root = spec();
+        cleanup_free char *once = NULL, *twice = NULL;
+        json_object_set_new(json_object_get(root, "linux"), "seccomp",
+                            json_pack("{s:s,s:[{s:[s,s],s:s}]}", "defaultAction", "SCMP_ACT_ALLOW",
+                                      "syscalls", "names", "bpf", "mount", "action", "SCMP_ACT_ERRNO"));
+        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && (once = dump(root)) &&
+           rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && (twice = dump(root)) &&
+           strcmp(once, twice) == 0 && json_array_size(rv_json_path(root, "linux.seccomp.syscalls")) == 11,
+           "default-allow engine profile: idempotent, forbidden-flag rules added once");
+    }
+
     /* No default profile to be found. */
     {
         cleanup_json json_t *root = spec();
