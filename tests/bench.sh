@@ -17,15 +17,20 @@ t_cleanup "lxcfs_stop '$LXCFS_DIR'"
 rv_config "$T/config.json" '{"log": {"level": "warn"}}'
 jq '.runtimes = ["runc"]' "$T/config.json" >"$T/cfg-runc.json"
 jq --arg c "$CRUN_V1" '.runtimes = [$c]' "$T/config.json" >"$T/cfg-crun.json"
-for arm in runc resview+runc crun resview+crun; do
+for arm in runc exec+runc resview+runc crun exec+crun resview+crun; do
     mkdir -p "$T/run/bundle-$arm"
     rv_rootfs "$T/run/bundle-$arm/rootfs"
     rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
     cp "$T/run/bundle-$arm/config.json" "$T/run/bundle-$arm/config.pristine"
 done
-echo "== start latency (static binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to both crun arms)"
+# The floor of any shim: one more exec of a static program in front of the runtime.
+gcc -static -O2 -o "$T/passthrough" "$TOP/tests/lib/passthrough.c" || exit 1
+echo "== start latency (static binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
+echo "   exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
+    "exec+runc=$T/passthrough $(command -v runc) --root $T/r5|runc --root $T/r5" \
+    "exec+crun=$T/passthrough $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
     "resview+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r2|runc --root $T/r2" \
     "crun=$CRUN_V1 --root $T/r3" \
     "resview+crun=RESVIEW_CONFIG=$T/cfg-crun.json $SHIM --root $T/r4|$CRUN_V1 --root $T/r4" || exit 1

@@ -67,4 +67,10 @@ for n, v in times.items():
 for n in med:
     base = n.split("+")[-1]
     if base != n and base in med:
-        print("added by resview over %-5s: %+.2f ms median (%.3fx)" % (base, med[n] - med[base], med[n] / med[base]))
+        print("%-14s over %-5s: %+.2f ms median (%.3fx)" % (n, base, med[n] - med[base], med[n] / med[base]))
+for n in med:
+    wrapper, _, base = n.partition("+")
+    floor = "exec+" + base
+    if wrapper not in ("exec", "") and base and floor in med:
+        print("%-14s over %-10s: %+.2f ms median (resview's own work beyond one exec per call)"
+              % (n, floor, med[n] - med[floor]))
