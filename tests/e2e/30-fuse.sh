@@ -21,7 +21,8 @@ done
 [ -c /dev/fuse ] || { echo "not ok - /dev/fuse missing on the host"; exit 1; }
 
 PROFILES=$TOP/tests/fuse/profiles
-gcc -static -O2 -Wall -Wextra -Werror -o "$T/fuse-probe" "$TOP/tests/fuse/fuse-probe.c" || { echo "not ok - build fuse-probe"; exit 1; }
+source "$TOP/tests/fuse/lib.sh"
+fuse_probe_build || exit 1
 
 # Stand-in GPU nodes on the host, only where absent; removed at exit.
 for n in nvidia0:195:0 nvidia1:195:1 nvidiactl:195:255; do
@@ -39,35 +40,10 @@ t_eq "control (host, no seccomp): the probe's calls are not EPERM there" \
     "$(grep -c ' EPERM$' <<<"$control")" "0"
 t_contains "control (host): fsopen reaches the kernel" "$control" "fsopen ENODEV"
 
-fuse_rootfs() {
-    local d=$1 lib
-    rv_rootfs "$d"
-    mkdir -p "$d/src" "$d/mnt/fuse" "$d/mnt/tmp"
-    echo "hello through fuse" >"$d/src/hello"
-    cp /usr/bin/bindfs "$d/bin/bindfs"
-    for lib in $(ldd /usr/bin/bindfs | grep -o '/[^ ]*'); do
-        mkdir -p "$d$(dirname "$lib")"
-        cp -L "$lib" "$d$lib"
-    done
-    cp "$T/fuse-probe" "$d/bin/fuse-probe"
-}
 
 # Build a bundle: engine-given caps CAP_MKNOD and CAP_DAC_READ_SEARCH (so that
 # mknod and open_by_handle_at are stopped by the device cgroup and seccomp,
 # not by a missing capability), writable root, the script as the process.
-SCRIPT='echo "capeff $(grep CapEff /proc/self/status | awk "{print \$2}")"
-for d in /dev/*; do echo "dev $d"; done
-if bindfs /src /mnt/fuse; then
-  echo "read $(cat /mnt/fuse/hello)"
-  grep " /mnt/fuse " /proc/self/mounts | sed "s/^/mounted /"
-  umount /mnt/fuse && echo "umount ok"
-  grep -q " /mnt/fuse " /proc/self/mounts || echo "gone ok"
-else
-  echo "bindfs failed"
-fi
-fuse-probe denied
-fuse-probe mknod /tmp/nv0 195 0
-fuse-probe mount-tmpfs /mnt/tmp'
 make_bundle() { # DIR REQUEST(true|false|"") SECCOMP_FILE|""
     local b=$1 req=$2 sc=${3:-}
     mkdir -p "$b"
@@ -83,7 +59,6 @@ make_bundle() { # DIR REQUEST(true|false|"") SECCOMP_FILE|""
 }
 
 # CapEff the engine gave (runc spec defaults + the two above), and with SYS_ADMIN.
-cap_hex() { local m=0 b; for b in "$@"; do m=$((m | (1 << b))); done; printf '%016x' "$m"; }
 CAPS_ENGINE=(29 5 10 27 2)    # AUDIT_WRITE KILL NET_BIND_SERVICE MKNOD DAC_READ_SEARCH
 CAP_ENGINE=$(cap_hex "${CAPS_ENGINE[@]}")
 CAP_FUSE=$(cap_hex "${CAPS_ENGINE[@]}" 21)
@@ -91,31 +66,6 @@ CAP_FUSE=$(cap_hex "${CAPS_ENGINE[@]}" 21)
 rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" '{fuse: {seccomp_profile: $p}}')"
 rv_config "$T/config-nofuse.json" '{"fuse": {"allowed": false}}'
 
-# Assertions on what the FUSE container printed.
-check_fuse_output() { # LABEL OUTPUT
-    local l=$1 out=$2
-    t_eq "$l: CapEff = the engine's capabilities + CAP_SYS_ADMIN, nothing else" \
-        "$(sed -n 's/^capeff //p' <<<"$out")" "$CAP_FUSE"
-    t_contains "$l: /dev/fuse present" "$out" "dev /dev/fuse"
-    t_not_contains "$l: host GPU node /dev/nvidia0 absent" "$out" "dev /dev/nvidia"
-    t_contains "$l: FUSE mount read a file through bindfs" "$out" "read hello through fuse"
-    t_eq "$l: the mount is a FUSE mount, nosuid,nodev" \
-        "$(grep -cE '^mounted [^ ]+ /mnt/fuse fuse(\.[a-z]+)? rw,nosuid,nodev' <<<"$out")" "1"
-    t_contains "$l: unmounted" "$out" "umount ok"
-    t_contains "$l: the mount is gone" "$out" "gone ok"
-    t_contains "$l: open of c 195:0 made with mknod fails (device cgroup)" "$out" "open EPERM"
-    t_contains "$l: bpf denied" "$out" "bpf EPERM"
-    t_contains "$l: keyctl denied" "$out" "keyctl EPERM"
-    t_contains "$l: setns denied" "$out" "setns EPERM"
-    t_contains "$l: open_by_handle_at denied" "$out" "open_by_handle_at EPERM"
-    t_contains "$l: unshare(CLONE_NEWUSER) denied" "$out" "unshare-newuser EPERM"
-    t_contains "$l: fsopen answers ENOSYS" "$out" "fsopen ENOSYS"
-    t_contains "$l: open_tree answers ENOSYS" "$out" "open_tree ENOSYS"
-    t_contains "$l: mount MS_BIND over /proc denied" "$out" "mount-bind-proc EPERM"
-    t_contains "$l: mount MS_REMOUNT of /proc denied" "$out" "mount-remount-proc EPERM"
-    t_contains "$l: mount MS_MOVE of /proc denied" "$out" "mount-move-proc EPERM"
-    t_contains "$l: mount MS_PRIVATE of / denied" "$out" "mount-private-root EPERM"
-}
 
 for rt in runc crun; do
     # 1. The request, no engine profile: profiles/seccomp.json + additions.

@@ -47,6 +47,7 @@ static const char *ename(int e)
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case EBUSY: return "EBUSY";
     case ENOTDIR: return "ENOTDIR";
+    case ENXIO: return "ENXIO";
     default: {
         static char buf[32];
         snprintf(buf, sizeof(buf), "errno%d", e);
