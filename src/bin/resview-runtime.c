@@ -1,65 +1,20 @@
 /* resview-runtime - runc-compatible shim: edit the bundle on create/run, then
- * exec the next runtime with the original arguments. */
+ * exec the next runtime with the original arguments (see runtime.h). */
 #define _GNU_SOURCE
-#include "resview/args.h"
-#include "resview/chain.h"
 #include "resview/log.h"
-#include "resview/shim.h"
+#include "resview/runtime.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char *argv[])
 {
-    struct rv_config cfg;
-    struct rv_error err = { 0 };
-    struct rv_args a;
-    struct rv_host host;
     char next[PATH_MAX];
-    bool cfg_ok;
+    int rc = rv_runtime_prepare(argc, argv, next, sizeof(next));
 
-    rv_args_parse(argc, argv, &a);
-    rv_log_init("runtime", NULL);
-    if (a.log)
-        rv_log_runtime_file(a.log, a.log_format && strcmp(a.log_format, "json") == 0);
-    cfg_ok = rv_config_load(&cfg, &err) == 0;
-    rv_log_init("runtime", &cfg);
-    if (a.id)
-        rv_log_set_id(a.id);
-    if (!cfg_ok) {
-        /* Without a readable configuration nothing may be edited (fuse.allowed
-         * could be false), but other subcommands must keep working. */
-        if (rv_args_edits_bundle(&a)) {
-            rv_log(RV_ERROR, "%s", err.msg);
-            return 1;
-        }
-        rv_log(RV_WARN, "%s; passing `%s` through with default runtimes", err.msg,
-               a.sub ? a.sub : "");
-    } else if (rv_args_edits_bundle(&a)) {
-        rv_log_config_warnings(&cfg);
-    }
-
-    /* Find the next runtime first: no bundle is edited for nothing. */
-    if (rv_chain_next(&cfg, next, sizeof(next), &err) < 0) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        return 1;
-    }
-    if (rv_args_edits_bundle(&a)) {
-        rv_host_defaults(&host);
-        if (rv_shim_create(&cfg, &host, &a, &err) < 0) {
-            rv_log(RV_ERROR, "%s", err.msg);
-            return 1;
-        }
-    } else if (a.sub && strcmp(a.sub, "exec") == 0) {
-        if (rv_shim_exec(&cfg, &a, &err) < 0)
-            rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
-    }
-
-    if (rv_chain_mark(next, &err) < 0) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        return 1;
-    }
+    if (rc != 0)
+        return rc;
     argv[0] = next;
     execv(next, argv);
     rv_log(RV_ERROR, "exec `%s`: %s", next, strerror(errno));

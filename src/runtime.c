@@ -1,0 +1,60 @@
+/* runtime.c - resview-runtime up to the exec of the next runtime. */
+#define _GNU_SOURCE
+#include "resview/runtime.h"
+#include "resview/args.h"
+#include "resview/chain.h"
+#include "resview/log.h"
+#include "resview/shim.h"
+
+#include <string.h>
+
+int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
+{
+    struct rv_config cfg;
+    struct rv_error err = { 0 };
+    struct rv_args a;
+    struct rv_host host;
+    bool cfg_ok;
+
+    rv_args_parse(argc, argv, &a);
+    rv_log_init("runtime", NULL);
+    if (a.log)
+        rv_log_runtime_file(a.log, a.log_format && strcmp(a.log_format, "json") == 0);
+    cfg_ok = rv_config_load(&cfg, &err) == 0;
+    rv_log_init("runtime", &cfg);
+    if (a.id)
+        rv_log_set_id(a.id);
+    if (!cfg_ok) {
+        /* Without a readable configuration nothing may be edited (fuse.allowed
+         * could be false), but other subcommands must keep working. */
+        if (rv_args_edits_bundle(&a)) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            return 1;
+        }
+        rv_log(RV_WARN, "%s; passing `%s` through with default runtimes", err.msg,
+               a.sub ? a.sub : "");
+    } else if (rv_args_edits_bundle(&a)) {
+        rv_log_config_warnings(&cfg);
+    }
+
+    /* Find the next runtime first: no bundle is edited for nothing. */
+    if (rv_chain_next(&cfg, next, size, &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
+    if (rv_args_edits_bundle(&a)) {
+        rv_host_defaults(&host);
+        if (rv_shim_create(&cfg, &host, &a, &err) < 0) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            return 1;
+        }
+    } else if (a.sub && strcmp(a.sub, "exec") == 0) {
+        if (rv_shim_exec(&cfg, &a, &err) < 0)
+            rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
+    }
+    if (rv_chain_mark(next, &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
+    return 0;
+}
