@@ -1,0 +1,71 @@
+#!/bin/bash
+# FUSE through podman (Debian's podman, private storage) with
+# `--annotation resview.io/fuse=true`, podman's own default seccomp profile
+# (containers-common, resolved by podman for the container), runc underneath:
+# a real FUSE mount, and everything podman's profile denied stays denied.
+# Podman's profile differs from docker's: its default action is ENOSYS
+# (errnoRet 38), and it allows mount, keyctl, setns and unshare for every
+# container (the kernel's capability checks guard them). The grant narrows
+# mount as always; keyctl, setns and unshare stay what podman makes them:
+# the same with and without the request (the test shows both).
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/fuse/lib.sh"
+
+for tool in podman bindfs gcc; do
+    command -v "$tool" >/dev/null || { echo "not ok - $tool missing (make deps)"; exit 1; }
+done
+fuse_probe_build || exit 1
+
+rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" '{fuse: {seccomp_profile: $p}}')"
+# conmon does not pass its environment to the runtime: a wrapper does.
+printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/rv-runtime"
+chmod +x "$T/rv-runtime"
+printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
+    "$T/pm-events.log" >"$T/containers.conf"
+export CONTAINERS_CONF=$T/containers.conf
+pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager cgroupfs "$@"; }
+t_cleanup "pm rm -af -t 0"
+# podman's default ulimits exceed what this machine allows; MKNOD so that the
+# device cgroup, not a missing capability, stops the GPU node.
+run() {
+    pm run --rm --network none --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --cap-add MKNOD "$@"
+}
+fuse_rootfs "$T/fuse-rootfs"
+tar -C "$T/fuse-rootfs" -cf "$T/fuse.tar" .
+pm import "$T/fuse.tar" localhost/rvtest:fuse >/dev/null || { echo "not ok - podman import"; exit 1; }
+
+# Without the request: podman as usual (and the capabilities it gives).
+out=$(run localhost/rvtest:fuse /bin/sh -c "$SCRIPT" 2>&1)
+cap_engine=$(sed -n 's/^capeff //p' <<<"$out")
+t_ok "podman, no request: the container ran" test -n "$cap_engine"
+t_eq "podman, no request: no CAP_SYS_ADMIN" "$(( 0x${cap_engine:-0} >> 21 & 1 ))" "0"
+t_not_contains "podman, no request: no /dev/fuse" "$out" "dev /dev/fuse"
+t_contains "podman, no request: mount denied" "$out" "mount-tmpfs EPERM"
+
+# The request as an annotation.
+CAP_FUSE=$(printf '%016x' $(( 0x${cap_engine:-0} | 1 << 21 )))
+plain=$out
+out=$(run --annotation resview.io/fuse=true localhost/rvtest:fuse /bin/sh -c "$SCRIPT" 2>&1)
+l="podman --annotation"
+t_eq "$l: CapEff = podman's capabilities + CAP_SYS_ADMIN, nothing else" \
+    "$(sed -n 's/^capeff //p' <<<"$out")" "$CAP_FUSE"
+t_contains "$l: /dev/fuse present" "$out" "dev /dev/fuse"
+t_not_contains "$l: no other device added (no nvidia)" "$out" "dev /dev/nvidia"
+t_contains "$l: FUSE mount read a file through bindfs" "$out" "read hello through fuse"
+t_eq "$l: the mount is a FUSE mount, nosuid,nodev" \
+    "$(grep -cE '^mounted [^ ]+ /mnt/fuse fuse(\.[a-z]+)? rw,nosuid,nodev' <<<"$out")" "1"
+t_contains "$l: unmounted" "$out" "umount ok"
+t_contains "$l: open of c 195:0 made with mknod fails (device cgroup)" "$out" "open EPERM"
+t_contains "$l: bpf denied" "$out" "bpf EPERM"
+t_contains "$l: fsopen answers ENOSYS" "$out" "fsopen ENOSYS"
+t_contains "$l: open_tree answers ENOSYS" "$out" "open_tree ENOSYS"
+for m in mount-bind-proc mount-remount-proc mount-move-proc mount-private-root; do
+    t_eq "$l: $m denied (podman's default action, ENOSYS)" "$(grep "^$m " <<<"$out")" "$m ENOSYS"
+done
+for c in keyctl setns unshare-newuser open_by_handle_at; do
+    t_eq "$l: $c as podman's profile makes it, with or without the request" \
+        "$(grep "^$c " <<<"$out")" "$(grep "^$c " <<<"$plain")"
+done
+t_contains "$l: the shim edited podman's profile (log)" \
+    "$(cat "$T/resview.log" 2>/dev/null)" "seccomp additions (engine profile)"
