@@ -69,7 +69,7 @@ engine_config() { # NAME -> the file to edit (under DESTDIR)
     docker) echo "$DESTDIR/etc/docker/daemon.json" ;;
     podman) echo "$DESTDIR/etc/containers/containers.conf.d/99-resview.conf" ;;
     crio|cri-o) echo "$DESTDIR/etc/crio/crio.conf.d/99-resview.conf" ;;
-    enroot) echo "$DESTDIR/etc/enroot/hooks.d/90-resview.sh" ;;
+    enroot) echo "$DESTDIR/etc/enroot/hooks.d/50-resview.sh" ;;
     slurm) echo "$DESTDIR/etc/slurm/oci.conf" ;;
     *) echo "install.sh: unknown engine $1" >&2; return 1 ;;
     esac

@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "  --runtime-path PATH   resview-runtime to register (default: next to this program)\n"
             "  --hook-path PATH      resview-hook for enroot (default: next to this program)\n"
             "  --containerd-version 2|3   config version of a new containerd file (default: detect)\n"
+            "  --slurm-version X.Y   Slurm version a new oci.conf is for (default: detect)\n"
             "  --dry-run             print the new file instead of writing it\n"
             "  --uninstall           take resview's entries out again\n"
             "default files:\n");
@@ -53,6 +54,7 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
         { "runtime-path", required_argument, NULL, 'r' },
         { "hook-path", required_argument, NULL, 'k' },
         { "containerd-version", required_argument, NULL, 'V' },
+        { "slurm-version", required_argument, NULL, 'S' },
         { "dry-run", no_argument, NULL, 'n' },
         { "uninstall", no_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
@@ -98,6 +100,15 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
                 return 2;
             }
             break;
+        case 'S': {
+            unsigned maj, min;
+            if (sscanf(optarg, "%u.%u", &maj, &min) != 2 || maj > 99 || min > 99) {
+                fprintf(stderr, "resview configure: --slurm-version takes MAJOR.MINOR (23.02)\n");
+                return 2;
+            }
+            o.slurm_version = (int)(maj * 100 + min);
+            break;
+        }
         case 'n': o.dry_run = true; break;
         case 'u': o.uninstall = true; break;
         case 'h': usage(stdout); return 0;

@@ -89,7 +89,7 @@ static int status(const char *text, size_t len, char *detail, size_t size, char 
 
 const struct rv_engine rv_engine_enroot = {
     .name = "enroot",
-    .default_config = "/etc/enroot/hooks.d/90-resview.sh",
+    .default_config = "/etc/enroot/hooks.d/50-resview.sh",
     .reload = "the next `enroot start` (and pyxis job) runs it",
     .edit = edit,
     .status = status,

@@ -1,7 +1,9 @@
 /* engine_slurm.c - Slurm's oci.conf: the RunTime* commands run resview-runtime
  * in place of runc/crun (resview's own `runtimes` then names the runtime to
  * call). Lines it replaces are kept in a marker comment and put back by
- * --uninstall; a missing file gets the runc example of Slurm's documentation. */
+ * --uninstall; a file without RunTime* lines gets a runc `run` set for Slurm
+ * 23.02 and later (tested for real with Slurm 22.05 on site-written lines:
+ * tests/e2e/47-slurm.sh). */
 #define _GNU_SOURCE
 #include "resview/engine.h"
 #include "resview/engine_toml.h"
@@ -63,6 +65,21 @@ static int check_syntax(const char *text, size_t len, struct rv_error *err)
     return 0;
 }
 
+/* Slurm's version as 100 * major + minor (2302), 0 if no Slurm is found. */
+static int slurm_version(void)
+{
+    FILE *f = popen("(srun -V || slurmd -V) 2>/dev/null", "r");
+    char line[128] = "";
+    unsigned maj = 0, min = 0;
+
+    if (!f)
+        return 0;
+    if (fgets(line, sizeof(line), f) && sscanf(line, "slurm %u.%u", &maj, &min) != 2)
+        maj = min = 0;
+    pclose(f);
+    return (int)(maj * 100 + min);
+}
+
 static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
                 const char *backup, size_t backup_len, struct rv_edit_result *res,
                 struct rv_error *err)
@@ -120,16 +137,25 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
         res->text = move_ptr(out);
         return 0;
     }
+    /* No RunTime* lines: a new set. %U (the user's uid, for a per-user
+     * runtime root) came with Slurm 23.02; 22.05 has no safe per-user
+     * directory to name, so the site writes its own lines there. */
+    int version = o->slurm_version ? o->slurm_version : slurm_version();
+    if (version && version < 2302)
+        return rv_fail(err, 0, "Slurm %d.%02d has no %%U pattern for a per-user runtime root: write "
+                       "the RunTime* lines for your site (Slurm's oci.conf documentation: runc with "
+                       "RunTimeRun), then run resview configure --engine=slurm again to route them "
+                       "through resview-runtime", version / 100, version % 100);
     cleanup_free char *block = NULL;
     const char *rt = o->runtime_path;
+    /* `run` rather than create/start: Slurm reads the output of RunTimeCreate
+     * to its end, which runc's waiting container process holds open. */
     if (rv_strcatf(&block, err,
-                   "IgnoreFileConfigJson=true\n"
                    "RunTimeQuery=\"%s --rootless=true --root=/run/user/%%U/ state %%n.%%u.%%j.%%s.%%t\"\n"
-                   "RunTimeCreate=\"%s --rootless=true --root=/run/user/%%U/ create %%n.%%u.%%j.%%s.%%t -b %%b\"\n"
-                   "RunTimeStart=\"%s --rootless=true --root=/run/user/%%U/ start %%n.%%u.%%j.%%s.%%t\"\n"
                    "RunTimeKill=\"%s --rootless=true --root=/run/user/%%U/ kill -a %%n.%%u.%%j.%%s.%%t\"\n"
-                   "RunTimeDelete=\"%s --rootless=true --root=/run/user/%%U/ delete --force %%n.%%u.%%j.%%s.%%t\"\n",
-                   rt, rt, rt, rt, rt) < 0)
+                   "RunTimeDelete=\"%s --rootless=true --root=/run/user/%%U/ delete --force %%n.%%u.%%j.%%s.%%t\"\n"
+                   "RunTimeRun=\"%s --rootless=true --root=/run/user/%%U/ run %%n.%%u.%%j.%%s.%%t -b %%b\"\n",
+                   rt, rt, rt, rt) < 0)
         return -1;
     return rv_marked_append(base, blen, block, created, &res->text, &res->len, err);
 }

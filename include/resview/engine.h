@@ -23,6 +23,7 @@ struct rv_engine_opts {
     bool uninstall;
     bool dry_run;
     int containerd_version;    /* config version for a new containerd file; 0 = detect */
+    int slurm_version;         /* Slurm version for a new oci.conf, 2302 = 23.02; 0 = detect */
 };
 
 /* The result of an engine's edit. */

@@ -52,7 +52,7 @@ refuse slurm bad-oci.conf "expected \`Key=Value\`"
 # files that did not exist: created, then removed by --uninstall
 for e in containerd docker crio podman slurm enroot; do
     f=$T/new/$e.conf
-    t_ok "$e: creates a missing file" "$CLI" configure --engine=$e --config "$f" --runtime-path "$RT" --hook-path "${RT%-runtime}-hook"
+    t_ok "$e: creates a missing file" "$CLI" configure --engine=$e --config "$f" --runtime-path "$RT" --hook-path "${RT%-runtime}-hook" --slurm-version 23.02
     t_ok "$e: --uninstall removes the file it created" sh -c "'$CLI' configure --engine=$e --config '$f' --uninstall && ! test -e '$f'"
 done
 t_ok "enroot hook script is executable" sh -c "'$CLI' configure --engine=enroot --config '$T/e.sh' --hook-path /opt/resview/bin/resview-hook && test -x '$T/e.sh'"
@@ -88,4 +88,17 @@ snip containerd containerd/config-v3.toml --containerd-version 3
 snip docker docker/daemon.json
 snip podman podman/99-resview.conf
 snip crio crio/99-resview.conf
-snip slurm slurm/oci.conf
+snip slurm slurm/oci.conf --slurm-version 23.02
+
+# Slurm 22.05 has no %U: no new file, a clear message (site lines are rewritten, as above)
+out=$("$CLI" configure --engine=slurm --config "$T/old-slurm/oci.conf" --runtime-path "$RT" --slurm-version 22.05 2>&1); rc=$?
+t_eq "slurm 22.05, no oci.conf: refused" "$rc" "1"
+t_contains "slurm 22.05: says what to do" "$out" "write the RunTime* lines for your site"
+t_ok "slurm 22.05: nothing written" test ! -e "$T/old-slurm/oci.conf"
+
+# enroot: the script configure writes runs resview-hook --enroot (which reads ENROOT_*)
+if ! "$HOOK" --enroot 2>&1 </dev/null | grep -q "not available in this build"; then
+    t_ok "enroot: configure with the real hook" "$CLI" configure --engine=enroot --config "$T/enroot/50-resview.sh" --hook-path "$HOOK"
+    out=$(env -i "$T/enroot/50-resview.sh" 2>&1)
+    t_contains "enroot: the script runs resview-hook --enroot" "$out" "--enroot: ENROOT_PID"
+fi

@@ -52,10 +52,10 @@ out=$("$CLI" doctor --engine=docker --config "$T/daemon.json" 2>&1); rc=$?
 t_contains "entry naming a missing runtime: FAIL" "$out" "runs \`/nonexistent/resview-runtime\`, which is missing"
 t_eq "entry naming a missing runtime: exit 1" "$rc" "1"
 for e in containerd podman crio slurm; do
-    "$CLI" configure --engine=$e --config "$T/$e.conf" --runtime-path "$RUNTIME" >/dev/null 2>&1
+    "$CLI" configure --engine=$e --config "$T/$e.conf" --runtime-path "$RUNTIME" --slurm-version 23.02 >/dev/null 2>&1
     out=$("$CLI" doctor --engine=$e --config "$T/$e.conf" 2>&1)
     t_contains "$e: configured entry found" "$out" "ok    $e: \`$T/$e.conf\`"
-    "$CLI" configure --engine=$e --config "$T/$e.conf" --runtime-path /nonexistent/rt >/dev/null 2>&1
+    "$CLI" configure --engine=$e --config "$T/$e.conf" --runtime-path /nonexistent/rt --slurm-version 23.02 >/dev/null 2>&1
     out=$("$CLI" doctor --engine=$e --config "$T/$e.conf" 2>&1)
     t_contains "$e: entry naming a missing runtime: FAIL" "$out" "runs \`/nonexistent/rt\`"
 done

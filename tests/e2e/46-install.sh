@@ -5,6 +5,9 @@
 source "$(dirname "$0")/../lib/common.sh"
 R=$T/root
 export BUILD
+# a site oci.conf (Slurm 22.05 style) for install.sh to route through resview
+mkdir -p "$R/etc/slurm"
+cp "$TOP/tests/samples/oci.conf" "$R/etc/slurm/oci.conf"
 
 out=$("$TOP/install.sh" --no-deps --destdir "$R" --prefix /opt/rv --engine docker --engine containerd \
       --engine podman --engine slurm 2>&1); rc=$?
@@ -40,4 +43,6 @@ rm -f "$R/etc/resview/config.json.user"
 out=$("$TOP/install.sh" --uninstall --destdir "$R" --prefix /opt/rv --engine docker --engine containerd \
       --engine podman --engine slurm 2>&1); rc=$?
 t_eq "install.sh --uninstall: exit 0" "$rc" "0"
+t_ok "site oci.conf restored byte for byte" cmp "$R/etc/slurm/oci.conf" "$TOP/tests/samples/oci.conf"
+rm -f "$R/etc/slurm/oci.conf" "$R/etc/slurm/oci.conf.resview-backup"
 t_eq "nothing left behind" "$(find "$R" -type f | sed "s|^$R||" | sort | tr '\n' ' ')" ""

@@ -56,7 +56,7 @@ static int run(const char *engine, const char *file, bool set_default, bool unin
     struct rv_engine_opts o = { .config = file, .runtime_path = "/opt/resview/bin/resview-runtime",
                                 .hook_path = "/opt/resview/bin/resview-hook",
                                 .set_default = set_default, .uninstall = uninstall,
-                                .containerd_version = 2 };
+                                .containerd_version = 2, .slurm_version = 2302 };
     fflush(stdout);
     int saved = dup(1), null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
@@ -205,8 +205,8 @@ int main(void)
     created("docker", "daemon.json", "\"path\": \"/opt/resview/bin/resview-runtime\"");
     created("crio", "99-resview.conf", "[crio.runtime.runtimes.resview]");
     created("podman", "99-resview.conf", "[engine.runtimes]");
-    created("slurm", "oci.conf", "RunTimeDelete=");
-    created("enroot", "90-resview.sh", "exec '/opt/resview/bin/resview-hook' --enroot");
+    created("slurm", "oci.conf", "RunTimeRun=");
+    created("enroot", "50-resview.sh", "exec '/opt/resview/bin/resview-hook' --enroot");
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)

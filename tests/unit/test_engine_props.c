@@ -68,7 +68,7 @@ static int edit(const struct rv_engine *e, bool uninstall, const char *in, size_
 {
     struct rv_engine_opts o = { .runtime_path = "/usr/local/bin/resview-runtime",
                                 .hook_path = "/usr/local/bin/resview-hook", .set_default = true,
-                                .uninstall = uninstall, .containerd_version = 2 };
+                                .uninstall = uninstall, .containerd_version = 2, .slurm_version = 2302 };
     struct rv_edit_result res = { 0 };
     struct rv_error err = { 0 };
     if (e->edit(&o, in, len, true, NULL, 0, &res, &err) < 0)
