@@ -1,0 +1,97 @@
+#!/bin/bash
+# 47-slurm.sh - Slurm (Debian's slurmctld/slurmd 22.05 with munge) on private
+# ports and directories: `srun --container` through a site oci.conf (runc
+# `run`), then the same oci.conf routed through resview-runtime by `resview
+# configure --engine=slurm`, then restored by --uninstall.
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+for b in slurmctld slurmd srun munged; do
+    command -v $b >/dev/null || { echo "not ok - $b missing (make deps installs tests/deps.d/engines.txt)"; exit 1; }
+done
+
+rv_config "$T/config.json"
+# slurmstepd does not hand its environment to the runtime: a wrapper passes the test configuration
+printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/resview-runtime"
+chmod +x "$T/resview-runtime"
+
+# munge on a private socket
+dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 2>/dev/null
+chmod 0400 "$T/munge.key"
+mkdir -p "$T/munge" && chmod 0700 "$T/munge"
+munged -F -f --socket="$T/munge/sock" --key-file="$T/munge.key" --pid-file="$T/munge/pid" \
+    --log-file="$T/munge/log" --seed-file="$T/munge/seed" >/dev/null 2>&1 &
+MUNGE_PID=$!
+t_cleanup "_stop_pid $MUNGE_PID"
+wait_for sh -c "munge -S '$T/munge/sock' -n | unmunge -S '$T/munge/sock'" || { echo "not ok - munged did not start"; exit 1; }
+
+ports=$(/usr/bin/python3 -c 'import socket
+ss=[socket.socket() for _ in range(2)]
+[s.bind(("127.0.0.1", 0)) for s in ss]
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+read -r P1 P2 <<<"$ports"
+H=$(hostname -s)
+NODE=rvn$$
+mkdir -p "$T/ctld" "$T/spool"
+cat >"$T/slurm.conf" <<CONF
+ClusterName=rvtest$$
+SlurmctldHost=$H(127.0.0.1)
+SlurmctldPort=$P1
+SlurmdPort=$P2
+AuthType=auth/munge
+AuthInfo=socket=$T/munge/sock
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$T/ctld
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/ctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/ctld.log
+SlurmdLogFile=$T/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+NodeName=$NODE NodeHostname=$H NodeAddr=127.0.0.1 CPUs=$(nproc --all) State=UNKNOWN
+PartitionName=rv Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+# the site's oci.conf (Slurm 22.05: runc `run`, no %U)
+cat >"$T/oci.conf" <<CONF
+# site oci.conf
+RunTimeQuery="runc --root=$T/runc-root state %n.%u.%j.%s.%t"
+RunTimeKill="runc --root=$T/runc-root kill -a %n.%u.%j.%s.%t"
+RunTimeDelete="runc --root=$T/runc-root delete --force %n.%u.%j.%s.%t"
+RunTimeRun="runc --root=$T/runc-root run %n.%u.%j.%s.%t -b %b"
+CONF
+cp "$T/oci.conf" "$T/oci.conf.orig"
+export SLURM_CONF=$T/slurm.conf
+slurmctld -D -i -f "$T/slurm.conf" >/dev/null 2>&1 &
+CTLD_PID=$!
+t_cleanup "_stop_pid $CTLD_PID"
+wait_for scontrol ping || { echo "not ok - slurmctld did not start"; tail -5 "$T/ctld.log"; exit 1; }
+slurmd -D -N "$NODE" -f "$T/slurm.conf" >/dev/null 2>&1 &
+SLURMD_PID=$!
+t_cleanup "_stop_pid $SLURMD_PID"
+wait_for sh -c "sinfo -h -n $NODE -o %t | grep -q idle" || { echo "not ok - slurmd did not register"; tail -5 "$T/slurmd.log"; exit 1; }
+
+rv_bundle "$T/b" '.process.args = ["/bin/env"] | .linux.resources.cpu = {quota: 150000, period: 100000}'
+srun_c() { timeout 120 srun -N1 -n1 -w "$NODE" --container="$T/b" /bin/env 2>&1; }
+
+out=$(srun_c)
+t_contains "srun --container with the site's runc lines runs" "$out" "SLURM_JOB_ID="
+t_not_contains "(plain runc: no GOMAXPROCS)" "$out" "GOMAXPROCS"
+
+t_ok "configure --engine=slurm on the site oci.conf" "$CLI" configure --engine=slurm --config "$T/oci.conf" --runtime-path "$T/resview-runtime"
+out=$(srun_c)
+t_contains "srun --container through resview: GOMAXPROCS=2 (1.5 CPUs)" "$out" "GOMAXPROCS=2"
+t_contains "srun --container through resview: OMP_NUM_THREADS=2" "$out" "OMP_NUM_THREADS=2"
+t_contains "the shim ran for the Slurm step (log)" "$(cat "$T/resview.log" 2>/dev/null)" "id=$NODE.root."
+t_not_contains "a real Slurm job: resview adds no SLURM_CPUS_PER_TASK" "$out" "SLURM_CPUS_PER_TASK"
+
+t_ok "configure --uninstall" "$CLI" configure --engine=slurm --config "$T/oci.conf" --uninstall
+t_ok "oci.conf restored byte for byte" cmp "$T/oci.conf" "$T/oci.conf.orig"
+out=$(srun_c)
+t_not_contains "after uninstall: plain runc again" "$out" "GOMAXPROCS"
+t_contains "(that step ran)" "$out" "SLURM_JOB_ID="
