@@ -228,11 +228,20 @@ static int check_parents(const struct rv_toml *doc, const char *table, struct rv
                 continue;
             if (it->kind == RV_TOML_INLINE || it->kind == RV_TOML_VALUE ||
                 it->kind == RV_TOML_DOTTED || it->kind == RV_TOML_ARRAY_TABLE) {
-                for (char *c = path; *c; c++)
-                    if (*c == '\x1f')
-                        *c = '.';
+                char shown[4096] = "";
+                size_t o = 0;
+                for (char *part = path, *next; part; part = next) {
+                    next = strchr(part, '\x1f');
+                    if (next)
+                        *next++ = '\0';
+                    cleanup_free char *quoted = rv_toml_key(part);
+                    int n = snprintf(shown + o, sizeof(shown) - o, "%s%s", o ? "." : "", quoted ? quoted : "?");
+                    if (n < 0 || (size_t)n >= sizeof(shown) - o)
+                        break;
+                    o += (size_t)n;
+                }
                 return rv_fail(err, 0, "`%s` is written as %s; resview only adds to tables "
-                               "written as [headers]; rewrite it as a table", path,
+                               "written as [headers]; rewrite it as a table", shown,
                                it->kind == RV_TOML_INLINE ? "an inline table" :
                                it->kind == RV_TOML_DOTTED ? "dotted keys" :
                                it->kind == RV_TOML_ARRAY_TABLE ? "an array of tables" : "a value");
