@@ -15,9 +15,11 @@ static const char *const sub_value_flags[] = {
     "bundle", "b", "console-socket", "pid-file", "preserve-fds", "process", "p", "cwd",
     "env", "e", "user", "u", "additional-gids", "g", "process-label", "apparmor", "cap", "c",
     "cgroup", "image-path", "work-path", "parent-path", "page-server", "manage-cgroups-mode",
-    "empty-ns", "status-fd", "lsm-profile", "lsm-mount-context", "signal", "s", "format", "f",
-    "interval", "stats", NULL
+    "empty-ns", "status-fd", "lsm-profile", "lsm-mount-context", "interval", NULL
 };
+
+/* -f is --format (a value) for list and ps, but --force (no value) for delete. */
+static const char *const format_value_flags[] = { "format", "f", NULL };
 
 static bool in_list(const char *name, size_t len, const char *const *list)
 {
@@ -84,7 +86,10 @@ void rv_args_parse(int argc, char *const argv[], struct rv_args *a)
             a->id = argv[i];
             break;
         }
-        if (in_list(name, len, sub_value_flags) && !value) {
+        bool takes_value = in_list(name, len, sub_value_flags) ||
+                           ((strcmp(a->sub, "list") == 0 || strcmp(a->sub, "ps") == 0) &&
+                            in_list(name, len, format_value_flags));
+        if (takes_value && !value) {
             if (i + 1 >= argc)
                 break;
             value = argv[++i];

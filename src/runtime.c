@@ -5,6 +5,7 @@
 #include "resview/chain.h"
 #include "resview/log.h"
 #include "resview/shim.h"
+#include "resview/state.h"
 
 #include <string.h>
 
@@ -51,6 +52,11 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
+    } else if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_safe_name(a.id)) {
+        /* The container goes away: so do its records (the variables for exec
+         * sessions, the views for repair). */
+        if (rv_state_remove(&cfg, a.id, &err) < 0)
+            rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
     }
     if (rv_chain_mark(next, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);

@@ -93,10 +93,12 @@ t_contains "exec session sees the injected variables" "$ex" "OMP_NUM_THREADS=2"
 t_contains "exec session sees SLURM_MEM_PER_NODE" "$ex" "SLURM_MEM_PER_NODE=512"
 ex=$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" exec --process "$T/proc.json" life1)
 t_contains "exec session's own GOMAXPROCS=9 is kept" "$ex" "GOMAXPROCS=9"
+t_ok "create recorded the variables for exec sessions" test -s "$T/state/containers/life1/env"
 t_ok "kill passes through" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" kill life1 KILL
 sleep 0.2
 t_ok "delete passes through" env RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" delete -f life1
 t_ok "container is gone" test ! -e "$T/runc-root/life1"
+t_ok "delete removed the container's records" test ! -e "$T/state/containers/life1"
 t_contains "features passes through" "$(RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" features 2>&1)" "ociVersion"
 
 # the rewrite keeps config.json's mode and owner

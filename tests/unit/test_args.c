@@ -56,6 +56,14 @@ int main(void)
     ok(!rv_args_edits_bundle(&a), "state does not edit");
     parse(&a, ARGV("runc", "--root", "/r", "delete", "--force", "c1"));
     ok_str(a.id, "c1", "delete --force id");
+    parse(&a, ARGV("runc", "--root", "/r", "delete", "-f", "c2"));
+    ok_str(a.id, "c2", "delete -f: -f is --force, not a value flag");
+    parse(&a, ARGV("runc", "ps", "-f", "json", "c3"));
+    ok_str(a.id, "c3", "ps -f json: -f takes a value");
+    parse(&a, ARGV("runc", "list", "--format=json"));
+    ok(a.id == NULL, "list --format=json has no id");
+    parse(&a, ARGV("runc", "kill", "--all", "c4", "KILL"));
+    ok_str(a.id, "c4", "kill --all id signal");
     parse(&a, ARGV("runc", "features"));
     ok_str(a.sub, "features", "features");
     ok(a.id == NULL, "features has no id");
