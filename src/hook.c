@@ -383,8 +383,9 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     return finish_views(cfg, id, job, &err);
 }
 
-/* The job is shared with the bounded child (see bounded.h). */
-static int hook_oci(struct rv_config *cfg)
+/* Run one hook mode with its job in memory shared with the bounded child
+ * (see bounded.h). */
+static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *))
 {
     struct hook_job *job = rv_shared_alloc(sizeof(*job));
     int r;
@@ -393,21 +394,7 @@ static int hook_oci(struct rv_config *cfg)
         rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
         return 1;
     }
-    r = hook_oci_job(cfg, job);
-    rv_shared_free(job, sizeof(*job));
-    return r;
-}
-
-static int hook_enroot(struct rv_config *cfg)
-{
-    struct hook_job *job = rv_shared_alloc(sizeof(*job));
-    int r;
-
-    if (!job) {
-        rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
-        return 1;
-    }
-    r = hook_enroot_job(cfg, job);
+    r = mode(cfg, job);
     rv_shared_free(job, sizeof(*job));
     return r;
 }
@@ -425,11 +412,11 @@ int rv_hook_main(int argc, char **argv)
     rv_log_init("hook", &cfg);
     rv_log_config_warnings(&cfg);
     if (argc > 1 && strcmp(argv[1], "--enroot") == 0)
-        return hook_enroot(&cfg);
+        return with_shared_job(&cfg, hook_enroot_job);
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
         printf("usage: resview-hook           OCI hook (prestart or createRuntime): state JSON on stdin\n"
                "       resview-hook --enroot  enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
         return 0;
     }
-    return hook_oci(&cfg);
+    return with_shared_job(&cfg, hook_oci_job);
 }
