@@ -74,8 +74,12 @@ static int slurm_version(void)
 
     if (!f)
         return 0;
-    if (fgets(line, sizeof(line), f) && sscanf(line, "slurm %u.%u", &maj, &min) != 2)
-        maj = min = 0;
+    /* "slurm 23.02.1", Debian's "slurm-wlm 22.05.8": the first X.Y after a space */
+    if (fgets(line, sizeof(line), f)) {
+        const char *v = strchr(line, ' ');
+        if (!v || sscanf(v + 1, "%u.%u", &maj, &min) != 2)
+            maj = min = 0;
+    }
     pclose(f);
     return (int)(maj * 100 + min);
 }

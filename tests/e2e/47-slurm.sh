@@ -95,3 +95,13 @@ t_ok "oci.conf restored byte for byte" cmp "$T/oci.conf" "$T/oci.conf.orig"
 out=$(srun_c)
 t_not_contains "after uninstall: plain runc again" "$out" "GOMAXPROCS"
 t_contains "(that step ran)" "$out" "SLURM_JOB_ID="
+
+# a new oci.conf follows the Slurm found here (%U needs 23.02)
+v=$(slurmd -V | awk '{print $2}')
+out=$("$CLI" configure --engine=slurm --config "$T/new/oci.conf" --runtime-path "$RUNTIME" 2>&1); rc=$?
+if [ "$(printf '%s\n' "$v" 23.02 | sort -V | head -1)" = 23.02 ]; then
+    t_eq "Slurm $v: a new oci.conf is written" "$rc" "0"
+else
+    t_eq "Slurm $v (detected): no new oci.conf with %U" "$rc" "1"
+    t_contains "Slurm $v: the message names the version" "$out" "Slurm ${v%.*} has no %U"
+fi
