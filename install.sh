@@ -182,7 +182,9 @@ for e in $(detect_engines); do
     flags=(--engine="$e" --config "$f" --runtime-path "$RUNTIME_PATH" --hook-path "$HOOK_PATH")
     [ -n "$set_default" ] && flags+=("$set_default")
     [ $dry = 1 ] && flags+=(--dry-run)
-    if "$BIN/resview" configure "${flags[@]}" 2>/dev/null || "$BUILD/resview" configure "${flags[@]}"; then
+    cli=$BIN/resview
+    [ -x "$cli" ] || cli=$BUILD/resview   # --dry-run installs nothing
+    if "$cli" configure "${flags[@]}"; then
         configured+=("$e")
     else
         say "$e: not configured (see above)"
