@@ -127,6 +127,10 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
         return rv_wrap(err, "%s", e->name);
     if (exists && stat(path, &st) < 0)
         return rv_fail(err, errno, "stat `%s`", path);
+    if (!exists && o->uninstall) {
+        printf("%s: `%s` does not exist; nothing to change\n", e->name, path);
+        return 0;
+    }
     if (rv_engine_read(bpath, &backup, &blen, &bexists, err) < 0)
         return rv_wrap(err, "%s", e->name);
     if (e->edit(o, old, len, exists, bexists ? backup : NULL, blen, &res, err) < 0) {

@@ -102,3 +102,7 @@ if ! "$HOOK" --enroot 2>&1 </dev/null | grep -q "not available in this build"; t
     out=$(env -i "$T/enroot/50-resview.sh" 2>&1)
     t_contains "enroot: the script runs resview-hook --enroot" "$out" "--enroot: ENROOT_PID"
 fi
+
+for e in containerd docker crio podman slurm enroot; do
+    t_ok "$e: --uninstall of a missing file creates nothing" sh -c "'$CLI' configure --engine=$e --config '$T/absent/$e' --uninstall && ! test -e '$T/absent/$e'"
+done
