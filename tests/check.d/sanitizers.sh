@@ -98,10 +98,11 @@ hook_real() { # hook_real NAME HOOK-WRAPPER-BODY: container through the shim wit
     grep -q '^MemTotal: *262144 kB' <<<"$out" || { echo "container saw: $(head -n1 <<<"$out")"; return 1; }
 }
 asan_hook_real() {
+    t_cleanup "lxcfs_stop $T/lxcfs"
     lxcfs_start "$T/lxcfs" || return 1
     hook_real asan "ASAN_OPTIONS=$ASAN_OPTIONS:log_path=$T/asan-hook UBSAN_OPTIONS=$UBSAN_OPTIONS:log_path=$T/asan-hook exec $ASAN/resview-hook \"\$@\""
     local rc=$?
-    lxcfs_stop "$T/lxcfs"
+    kill -9 "$LXCFS_PID"; lxcfs_stop "$T/lxcfs"   # (a TERM takes LXCFS seconds to exit)
     [ $rc -eq 0 ] || return 1
     ! ls "$T"/asan-hook* 2>/dev/null || { cat "$T"/asan-hook*; return 1; }
     grep -q 'LXCFS views: .* mounted' "$T/resview.log" || { echo "no mount logged"; tail "$T/resview.log"; return 1; }
