@@ -133,7 +133,7 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
     }
     if (rv_engine_read(bpath, &backup, &blen, &bexists, err) < 0)
         return rv_wrap(err, "%s", e->name);
-    if (e->edit(o, old, len, exists, bexists ? backup : NULL, blen, &res, err) < 0) {
+    if (rv_engine_edit(e, o, old, len, exists, bexists ? backup : NULL, blen, &res, err) < 0) {
         rv_wrap(err, "%s: `%s` left untouched", e->name, path);
         goto out;
     }
@@ -387,6 +387,15 @@ int rv_plan_copy_keys(const struct rv_toml *doc, const char *from, const char *c
             return k ? -1 : rv_fail(err, ENOMEM, "copy");
     }
     return 0;
+}
+
+int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
+                   size_t len, bool exists, const char *backup, size_t backup_len,
+                   struct rv_edit_result *res, struct rv_error *err)
+{
+    if (e->edit)
+        return e->edit(o, old, len, exists, backup, backup_len, res, err);
+    return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);
 }
 
 int rv_toml_engine_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,

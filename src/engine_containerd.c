@@ -115,15 +115,6 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
     return 0;
 }
 
-static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
-                const char *backup, size_t backup_len, struct rv_edit_result *res,
-                struct rv_error *err)
-{
-    (void)backup;
-    (void)backup_len;
-    return rv_toml_engine_edit(o, old, len, exists, build, verify, res, err);
-}
-
 static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
                   struct rv_error *err)
 {
@@ -154,6 +145,7 @@ const struct rv_engine rv_engine_containerd = {
     .default_config = "/etc/containerd/config.toml",
     .reload = "restart containerd to load it (systemctl restart containerd); "
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
-    .edit = edit,
+    .toml_build = build,
+    .toml_verify = verify,
     .status = status,
 };

@@ -32,15 +32,6 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
     return 0;
 }
 
-static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
-                const char *backup, size_t backup_len, struct rv_edit_result *res,
-                struct rv_error *err)
-{
-    (void)backup;
-    (void)backup_len;
-    return rv_toml_engine_edit(o, old, len, exists, build, verify, res, err);
-}
-
 static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
                   struct rv_error *err)
 {
@@ -66,6 +57,7 @@ const struct rv_engine rv_engine_podman = {
     .name = "podman",
     .default_config = "/etc/containers/containers.conf.d/99-resview.conf",
     .reload = "nothing to restart: the next podman command reads it (podman run --runtime resview ...)",
-    .edit = edit,
+    .toml_build = build,
+    .toml_verify = verify,
     .status = status,
 };

@@ -36,6 +36,9 @@ struct rv_edit_result {
     size_t restore_len;
 };
 
+struct rv_toml;
+struct rv_toml_plan;
+
 struct rv_engine {
     const char *name;
     const char *default_config;
@@ -45,6 +48,12 @@ struct rv_engine {
     int (*edit)(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
                 const char *backup, size_t backup_len, struct rv_edit_result *res,
                 struct rv_error *err);
+    /* TOML engines leave edit NULL and give these to rv_toml_engine_edit: the
+     * plan of their entry, and the check of the rescanned result. */
+    int (*toml_build)(const struct rv_engine_opts *o, const struct rv_toml *doc,
+                      struct rv_toml_plan *plan, struct rv_error *err);
+    int (*toml_verify)(const struct rv_engine_opts *o, const struct rv_toml *doc,
+                       struct rv_error *err);
     /* Whether text carries a resview entry (1) or not (0); detail: the entry
      * in a few words; exe: the program it runs ("" if unknown). */
     int (*status)(const char *text, size_t len, char *detail, size_t size, char *exe,
@@ -63,11 +72,15 @@ extern const struct rv_engine *const rv_engines[];
  * (dry run: the new content). */
 int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, struct rv_error *err);
 
+/* The engine's edit of one file's content, whichever way the engine does it. */
+int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
+                   size_t len, bool exists, const char *backup, size_t backup_len,
+                   struct rv_edit_result *res, struct rv_error *err);
+
 /* Read path: *exists false (and "" content) when absent. */
 int rv_engine_read(const char *path, char **text, size_t *len, bool *exists, struct rv_error *err);
 
 /* Shared by the TOML engines: a list of edits to a scanned document. */
-struct rv_toml;
 struct rv_toml_plan {
     char *block;               /* lines for the marked block */
     size_t block_len;

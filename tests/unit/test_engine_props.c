@@ -71,7 +71,7 @@ static int edit(const struct rv_engine *e, bool uninstall, const char *in, size_
                                 .uninstall = uninstall, .containerd_version = 2, .slurm_version = 2302 };
     struct rv_edit_result res = { 0 };
     struct rv_error err = { 0 };
-    if (e->edit(&o, in, len, true, NULL, 0, &res, &err) < 0)
+    if (rv_engine_edit(e, &o, in, len, true, NULL, 0, &res, &err) < 0)
         return -1;
     free(res.restore_backup);
     if (res.remove) {
