@@ -40,6 +40,21 @@ static void RV_PRINTF(3, 4) say(struct report *r, const char *level, const char 
     putchar('\n');
 }
 
+struct unknown_ctx {
+    struct report *r;
+    const char *profile;
+};
+
+/* rv_seccomp_unknown_names callback: runc and crun skip a name libseccomp
+ * does not know, so the rule silently does nothing. */
+static void say_unknown(void *ud, const char *arch, const char *name)
+{
+    struct unknown_ctx *u = ud;
+
+    say(u->r, "warn", "seccomp: %s: unknown syscall `%s` in `%s` or the FUSE additions: its rule "
+        "has no effect there", arch, name, u->profile);
+}
+
 static bool executable(const char *p)
 {
     struct stat st;
@@ -193,8 +208,17 @@ static void check_kernel(struct report *r, const struct rv_config *cfg)
             say(r, "warn", "FUSE for a container without a seccomp profile (Kubernetes pods by "
                 "default) will fail: %s; install the profiles (install.sh) or set "
                 "fuse.seccomp_profile", err.msg);
-        else
+        else {
+            struct unknown_ctx u = { r, prof };
+            size_t unknown = 0;
             say(r, "ok", "seccomp profile for FUSE containers that have none: `%s`", prof);
+            /* every name in it and in the FUSE additions, for each architecture */
+            if (rv_seccomp_unknown_names(sc, true, say_unknown, &u, &unknown, &err) < 0)
+                say(r, "warn", "seccomp profile `%s`: %s", prof, err.msg);
+            else if (unknown == 0)
+                say(r, "ok", "every syscall name in `%s` and in the FUSE additions is known to "
+                    "libseccomp for its architectures", prof);
+        }
         err.msg[0] = '\0';
     }
     if (rv_apparmor_state(NULL, NULL, cfg->apparmor_profile, &aa, &err) < 0)

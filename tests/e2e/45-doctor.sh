@@ -66,6 +66,12 @@ t_contains "seccomp profile for FUSE found" "$out" "ok    seccomp profile for FU
 rv_config "$T/sc2.json" "{\"fuse\": {\"seccomp_profile\": \"$T/none.json\"}}"
 out=$(RESVIEW_CONFIG=$T/sc2.json "$CLI" doctor 2>&1)
 t_contains "missing seccomp profile for FUSE: a warning that says what fails" "$out" "warn  FUSE for a container without a seccomp profile"
+out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
+t_contains "every syscall name of the shipped profile and the FUSE additions is known" "$out" "ok    every syscall name in"
+jq '.syscalls += [{"names": ["no_such_call_xyz"], "action": "SCMP_ACT_ALLOW"}]' "$TOP/profiles/seccomp.json" >"$T/unknown.json"
+rv_config "$T/sc3.json" "{\"fuse\": {\"seccomp_profile\": \"$T/unknown.json\"}}"
+out=$(RESVIEW_CONFIG=$T/sc3.json "$CLI" doctor 2>&1)
+t_contains "an unknown syscall name in the profile is reported" "$out" "unknown syscall \`no_such_call_xyz\`"
 
 lxcfs_start "$LXCFS_DIR" || exit 1
 out=$("$CLI" doctor 2>&1)
