@@ -122,9 +122,9 @@ t_contains "config.json a character device: says why" "$err" "not a regular file
 echo "# character device: max RSS ${rss_kb} kB"
 
 mkdir -p "$T/fifo" && mkfifo "$T/fifo/config.json"
-( exec 3<>"$T/fifo/config.json"; sleep 30 ) & holder=$!   # a writer that never writes
+sleep 60 3<>"$T/fifo/config.json" & holder=$!   # a writer that never writes
 shim "$T/fifo"
-kill $holder 2>/dev/null
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
 t_ok "config.json a FIFO with a silent writer: refused, no hang" test "$rc" -ne 0 -a "$rc" -ne 137
 t_contains "config.json a FIFO: says why" "$err" "not a regular file"
 
