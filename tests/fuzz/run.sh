@@ -32,13 +32,13 @@ for bin in "$@"; do
         "$work" $seeds >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n1)
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -n1)
     if [ "$rc" -eq 0 ]; then
         echo "ok - fuzz $name: ${execs:-?} executions in ${secs}s, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l)"
         pass=$((pass + 1))
     else
         echo "not ok - fuzz $name: exit $rc after ${execs:-?} executions; inputs in $crashes"
-        grep -E 'invariant|SUMMARY|ERROR: AddressSanitizer|runtime error|Test unit written' "$log" | head -n 8 | sed 's/^/#   /'
+        grep -aE 'invariant|SUMMARY|ERROR: AddressSanitizer|runtime error|Test unit written' "$log" | head -n 8 | sed 's/^/#   /'
         fail=$((fail + 1))
     fi
 done
