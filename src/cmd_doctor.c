@@ -275,7 +275,7 @@ static void check_engine(struct report *r, const struct rv_engine *e, const char
             say(r, "FAIL", "%s: `%s` does not exist: resview configure --engine=%s", e->name, path, e->name);
         return;
     }
-    int st = e->status(text, len, detail, sizeof(detail), exe, sizeof(exe), &err);
+    int st = rv_engine_status(e, text, len, detail, sizeof(detail), exe, sizeof(exe), &err);
     if (st < 0)
         say(r, "FAIL", "%s: `%s`: %s; the engine cannot read it either, fix it", e->name, path, err.msg);
     else if (st == 0)

@@ -398,6 +398,32 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
     return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);
 }
 
+int rv_engine_status(const struct rv_engine *e, const char *text, size_t len, char *detail,
+                     size_t size, char *exe, size_t exe_size, struct rv_error *err)
+{
+    struct rv_toml doc;
+    int found = 0;
+
+    if (e->status)
+        return e->status(text, len, detail, size, exe, exe_size, err);
+    exe[0] = '\0';
+    if (rv_toml_scan(text, len, &doc, err) < 0)
+        return rv_wrap(err, "not valid TOML");
+    for (const char *const *key = e->toml_status_keys; *key && !found; key++) {
+        const struct rv_toml_item *it = rv_toml_get(&doc, *key);
+        const char *last = strrchr(*key, '.');
+        if (!it || it->kind != RV_TOML_VALUE)
+            continue;
+        rv_snprintf(detail, size, "%s = %.*s", last ? last + 1 : *key,
+                    (int)(it->val_end - it->val_start), text + it->val_start);
+        if (rv_toml_string(&doc, it, exe, exe_size) < 0)
+            exe[0] = '\0';
+        found = 1;
+    }
+    rv_toml_free(&doc);
+    return found;
+}
+
 int rv_toml_engine_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
                         int (*build)(const struct rv_engine_opts *o, const struct rv_toml *doc,
                                      struct rv_toml_plan *plan, struct rv_error *err),

@@ -115,30 +115,8 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
     return 0;
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
-                  struct rv_error *err)
-{
-    struct rv_toml doc;
-    int found = 0;
-
-    exe[0] = '\0';
-    if (rv_toml_scan(text, len, &doc, err) < 0)
-        return rv_wrap(err, "not valid TOML");
-    const char *keys[] = { CRI_V2 ".containerd.runtimes.resview.options.BinaryName",
-                           CRI_V3 ".containerd.runtimes.resview.options.BinaryName" };
-    for (size_t i = 0; i < 2 && !found; i++) {
-        const struct rv_toml_item *it = rv_toml_get(&doc, keys[i]);
-        if (it && it->kind == RV_TOML_VALUE) {
-            rv_snprintf(detail, size, "BinaryName = %.*s", (int)(it->val_end - it->val_start),
-                        text + it->val_start);
-            if (rv_toml_string(&doc, it, exe, exe_size) < 0)
-                exe[0] = '\0';
-            found = 1;
-        }
-    }
-    rv_toml_free(&doc);
-    return found;
-}
+static const char *const status_keys[] = { CRI_V2 ".containerd.runtimes.resview.options.BinaryName",
+                                      CRI_V3 ".containerd.runtimes.resview.options.BinaryName", NULL };
 
 const struct rv_engine rv_engine_containerd = {
     .name = "containerd",
@@ -147,5 +125,5 @@ const struct rv_engine rv_engine_containerd = {
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
     .toml_build = build,
     .toml_verify = verify,
-    .status = status,
+    .toml_status_keys = status_keys,
 };

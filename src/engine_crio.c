@@ -39,26 +39,7 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
     return 0;
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
-                  struct rv_error *err)
-{
-    struct rv_toml doc;
-    int found = 0;
-
-    exe[0] = '\0';
-    if (rv_toml_scan(text, len, &doc, err) < 0)
-        return rv_wrap(err, "not valid TOML");
-    const struct rv_toml_item *it = rv_toml_get(&doc, OURS ".runtime_path");
-    if (it && it->kind == RV_TOML_VALUE) {
-        rv_snprintf(detail, size, "runtime_path = %.*s", (int)(it->val_end - it->val_start),
-                    text + it->val_start);
-        if (rv_toml_string(&doc, it, exe, exe_size) < 0)
-            exe[0] = '\0';
-        found = 1;
-    }
-    rv_toml_free(&doc);
-    return found;
-}
+static const char *const status_keys[] = { OURS ".runtime_path", NULL };
 
 const struct rv_engine rv_engine_crio = {
     .name = "crio",
@@ -67,5 +48,5 @@ const struct rv_engine rv_engine_crio = {
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
     .toml_build = build,
     .toml_verify = verify,
-    .status = status,
+    .toml_status_keys = status_keys,
 };

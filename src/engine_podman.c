@@ -32,26 +32,7 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
     return 0;
 }
 
-static int status(const char *text, size_t len, char *detail, size_t size, char *exe, size_t exe_size,
-                  struct rv_error *err)
-{
-    struct rv_toml doc;
-    int found = 0;
-
-    exe[0] = '\0';
-    if (rv_toml_scan(text, len, &doc, err) < 0)
-        return rv_wrap(err, "not valid TOML");
-    const struct rv_toml_item *it = rv_toml_get(&doc, "engine.runtimes.resview");
-    if (it && it->kind == RV_TOML_VALUE) {
-        rv_snprintf(detail, size, "resview = %.*s", (int)(it->val_end - it->val_start),
-                    text + it->val_start);
-        if (rv_toml_string(&doc, it, exe, exe_size) < 0)
-            exe[0] = '\0';
-        found = 1;
-    }
-    rv_toml_free(&doc);
-    return found;
-}
+static const char *const status_keys[] = { "engine.runtimes.resview", NULL };
 
 const struct rv_engine rv_engine_podman = {
     .name = "podman",
@@ -59,5 +40,5 @@ const struct rv_engine rv_engine_podman = {
     .reload = "nothing to restart: the next podman command reads it (podman run --runtime resview ...)",
     .toml_build = build,
     .toml_verify = verify,
-    .status = status,
+    .toml_status_keys = status_keys,
 };

@@ -58,6 +58,9 @@ struct rv_engine {
      * in a few words; exe: the program it runs ("" if unknown). */
     int (*status)(const char *text, size_t len, char *detail, size_t size, char *exe,
                   size_t exe_size, struct rv_error *err);
+    /* TOML engines leave status NULL and name the keys (NULL-terminated) whose
+     * string value is the program their entry runs. */
+    const char *const *toml_status_keys;
 };
 
 extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_podman,
@@ -76,6 +79,11 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
 int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
                    size_t len, bool exists, const char *backup, size_t backup_len,
                    struct rv_edit_result *res, struct rv_error *err);
+
+/* Whether text carries the engine's resview entry (1) or not (0), with the
+ * entry in a few words (detail) and the program it runs (exe, "" if unknown). */
+int rv_engine_status(const struct rv_engine *e, const char *text, size_t len, char *detail,
+                     size_t size, char *exe, size_t exe_size, struct rv_error *err);
 
 /* Read path: *exists false (and "" content) when absent. */
 int rv_engine_read(const char *path, char **text, size_t *len, bool *exists, struct rv_error *err);
