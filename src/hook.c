@@ -217,6 +217,22 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
     return 0;
 }
 
+/* Every candidate view, injected by the bounded child; then log and record. */
+static int run_views(const struct rv_config *cfg, const char *id, struct hook_job *job)
+{
+    struct rv_error err = { 0 };
+    int status;
+
+    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
+        rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
+    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
+        job->req.n_failed = job->req.n;
+        if (job->lx.live)
+            snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
+    }
+    return finish_views(cfg, id, job, &err);
+}
+
 static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
     struct rv_error err = { 0 };
@@ -224,7 +240,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
     struct rv_spec spec;
     cleanup_free char *text = NULL;
     size_t len = 0;
-    int r, status;
+    int r;
     
     if (read_stdin(&text, &len, &err) < 0 || rv_hook_parse_state(text, len, &st, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
@@ -256,15 +272,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
         rv_log(RV_ERROR, "%s", r < 0 ? err.msg : "lxcfs.root: path too long");
         return 1;
     }
-    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
-        rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
-
-    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
-        job->req.n_failed = job->req.n;
-        if (job->lx.live)
-            snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
-    }
-    return finish_views(cfg, st.id, job, &err);
+    return run_views(cfg, st.id, job);
 }
 
 /* enroot: the container's environment so far, "K=V" lines, as an env array. */
@@ -327,7 +335,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     struct rv_error err = { 0 };
     uint64_t pid;
     char id[64];
-    int status, lx_on, env_on;
+    int lx_on, env_on;
 
     if (!pid_s || rv_parse_u64(pid_s, &pid) < 0 || pid == 0 || pid > INT32_MAX || !rootfs ||
         !*rootfs || !environ_file || !*environ_file) {
@@ -373,14 +381,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
         rv_log(RV_ERROR, "--enroot: rootfs `%s`: %s", rootfs, strerror(errno));
         return 1;
     }
-    for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
-        rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
-    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
-        job->req.n_failed = job->req.n;
-        if (job->lx.live)
-            snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
-    }
-    return finish_views(cfg, id, job, &err);
+    return run_views(cfg, id, job);
 }
 
 /* Run one hook mode with its job in memory shared with the bounded child
