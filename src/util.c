@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "resview/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -134,41 +136,97 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-static int write_atomic(int dirfd, const char *name, const char *data, size_t len,
-                        const struct stat *st, bool durable, struct rv_error *err)
+/* The temporary file: unnamed (O_TMPFILE) where the file system allows, so
+ * that a writer killed while writing leaves nothing behind; else named, with
+ * our pid, which makes the name unique among concurrent writers (O_EXCL
+ * catches the rest). *named tells which. */
+static int open_temp(int dirfd, const char *tmp, bool *named)
 {
-    char tmp[NAME_MAX + 1];
-    cleanup_close int fd = -1;
-    mode_t mode = st ? (st->st_mode & 07777) : 0644;
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 
-    /* The pid makes the name unique among concurrent writers; O_EXCL catches the rest. */
-    if (rv_snprintf(tmp, sizeof(tmp), ".%.200s.resview-%d.tmp", name, (int)getpid()) < 0)
-        return rv_fail(err, errno, "temporary name for `%s`", name);
+    *named = fd < 0;
+    if (fd >= 0)
+        return fd;
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && errno == EEXIST) {
         /* Left over by a writer with our pid that was killed: it is ours to remove. */
         unlinkat(dirfd, tmp, 0);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     }
+    return fd;
+}
+
+/* Remove ".NAME.resview-PID.tmp" files whose writer is dead: left by a writer
+ * killed in the instant between naming its file and the rename. */
+static void remove_stale_temps(int dirfd, const char *name)
+{
+    char prefix[NAME_MAX + 1];
+    int n = snprintf(prefix, sizeof(prefix), ".%.200s.resview-", name);
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *de;
+
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((de = readdir(d))) {
+        char *end;
+        long pid;
+        if (strncmp(de->d_name, prefix, (size_t)n) != 0)
+            continue;
+        pid = strtol(de->d_name + n, &end, 10);
+        if (pid > 0 && pid != getpid() && strcmp(end, ".tmp") == 0 && kill((pid_t)pid, 0) < 0 &&
+            errno == ESRCH)
+            unlinkat(dirfd, de->d_name, 0);
+    }
+    closedir(d);
+}
+
+static int write_atomic(int dirfd, const char *name, const char *data, size_t len,
+                        const struct stat *st, bool durable, struct rv_error *err)
+{
+    char tmp[NAME_MAX + 1], fdpath[64];
+    cleanup_close int fd = -1;
+    mode_t mode = st ? (st->st_mode & 07777) : 0644;
+    bool named;
+    int e;
+
+    if (rv_snprintf(tmp, sizeof(tmp), ".%.200s.resview-%d.tmp", name, (int)getpid()) < 0)
+        return rv_fail(err, errno, "temporary name for `%s`", name);
+    fd = open_temp(dirfd, tmp, &named);
     if (fd < 0)
         return rv_fail(err, errno, "create temporary file for `%s`", name);
     if (write_all(fd, data, len) < 0 || (durable && fsync(fd) < 0)) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return rv_fail(err, e, "write `%s`", name);
+        e = errno;
+        rv_fail(err, e, "write `%s`", name);
+        goto fail;
     }
-    if ((st && fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM) ||
-        fchmod(fd, mode) < 0) {
-        int e = errno;
+    if ((st && fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM) || fchmod(fd, mode) < 0) {
+        e = errno;
+        rv_fail(err, e, "set owner and mode of `%s`", name);
+        goto fail;
+    }
+    /* An unnamed file gets its name only now, for the instant before the rename. */
+    if (!named) {
+        snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
         unlinkat(dirfd, tmp, 0);
-        return rv_fail(err, e, "set owner and mode of `%s`", name);
+        if (linkat(AT_FDCWD, fdpath, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+            return rv_fail(err, errno, "name the temporary file for `%s`", name);
+        named = true;
     }
     if (renameat(dirfd, tmp, dirfd, name) < 0) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return rv_fail(err, e, "replace `%s`", name);
+        e = errno;
+        rv_fail(err, e, "replace `%s`", name);
+        goto fail;
     }
+    remove_stale_temps(dirfd, name);
     return 0;
+fail:
+    if (named)
+        unlinkat(dirfd, tmp, 0);
+    return -1;
 }
 
 int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,

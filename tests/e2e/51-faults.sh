@@ -65,8 +65,13 @@ kill_loop() {
 }
 kill_loop "create" "$B/config.json" "$T/orig.json" "$T/edited.json" "$RUNTIME" create --bundle "$B" kill-$$
 left=$(ls -a "$B" | grep -c 'resview.*\.tmp')
-echo "# create: $left temporary files left by killed runs (hidden, named after the dead pid; a later writer with that pid removes it)"
+echo "# create: $left temporary files left by killed runs (unnamed while written; named only between link and rename)"
 t_eq "the bundle holds config.json and rootfs, nothing else visible" "$(ls "$B" | tr '\n' ' ')" "config.json rootfs "
+# a killed writer's file, as the link-to-rename instant would leave it
+touch "$B/.config.json.resview-999999999.tmp"
+cp "$T/orig.json" "$B/config.json"
+"$RUNTIME" create --bundle "$B" after-$$ >/dev/null 2>&1
+t_eq "the next create removes temporary files of dead writers" "$(ls -a "$B" | grep -c 'resview.*\.tmp')" 0
 
 # exec --process: the same, on the process file
 echo '{"args":["/bin/sh"],"env":["PATH=/bin","GOMAXPROCS=9"],"cwd":"/","terminal":false}' >"$T/process.orig"
