@@ -47,11 +47,13 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
-    if (res.env_on)
-        rv_log(RV_INFO, "create: cpus=%u (%s), mem_mib=%s%llu, gpus=%u%s", res.limits.cpus,
-               res.limits.cpus_why, res.limits.has_mem ? "" : "none/",
-               (unsigned long long)res.limits.mem_mib, res.limits.gpus,
-               changed ? "" : " (spec unchanged)");
+    if (res.env_on) {
+        char mem[32] = "none";
+        if (res.limits.has_mem)
+            snprintf(mem, sizeof(mem), "%llu", (unsigned long long)res.limits.mem_mib);
+        rv_log(RV_INFO, "create: cpus=%u (%s), mem_mib=%s, gpus=%u%s", res.limits.cpus,
+               res.limits.cpus_why, mem, res.limits.gpus, changed ? "" : " (spec unchanged)");
+    }
     if (res.env_on && a->id && rv_safe_name(a->id)) {
         cleanup_json json_t *pairs = injected_pairs(&res.plan, rv_json_path(spec.root, "process.env"));
         struct rv_error e2;

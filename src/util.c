@@ -156,6 +156,21 @@ static int open_temp(int dirfd, const char *tmp, bool *named)
     return fd;
 }
 
+/* Whether pid can no longer write: gone, or a zombie waiting to be reaped. */
+static bool writer_dead(long pid)
+{
+    char path[64], buf[512];
+    const char *paren;
+
+    if (kill((pid_t)pid, 0) < 0)
+        return errno == ESRCH;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if (rv_read_small(path, buf, sizeof(buf)) < 0)
+        return errno == ENOENT;
+    paren = strrchr(buf, ')');
+    return paren && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 /* Remove ".NAME.resview-PID.tmp" files whose writer is dead: left by a writer
  * killed in the instant between naming its file and the rename. */
 static void remove_stale_temps(int dirfd, const char *name)
@@ -177,8 +192,7 @@ static void remove_stale_temps(int dirfd, const char *name)
         if (strncmp(de->d_name, prefix, (size_t)n) != 0)
             continue;
         pid = strtol(de->d_name + n, &end, 10);
-        if (pid > 0 && pid != getpid() && strcmp(end, ".tmp") == 0 && kill((pid_t)pid, 0) < 0 &&
-            errno == ESRCH)
+        if (pid > 0 && pid != getpid() && strcmp(end, ".tmp") == 0 && writer_dead(pid))
             unlinkat(dirfd, de->d_name, 0);
     }
     closedir(d);

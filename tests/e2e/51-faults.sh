@@ -67,11 +67,21 @@ kill_loop "create" "$B/config.json" "$T/orig.json" "$T/edited.json" "$RUNTIME" c
 left=$(ls -a "$B" | grep -c 'resview.*\.tmp')
 echo "# create: $left temporary files left by killed runs (unnamed while written; named only between link and rename)"
 t_eq "the bundle holds config.json and rootfs, nothing else visible" "$(ls "$B" | tr '\n' ' ')" "config.json rootfs "
-# a killed writer's file, as the link-to-rename instant would leave it
+# a killed writer's file, as the link-to-rename instant would leave it: one of
+# a pid that is gone, one of a zombie (killed, not reaped yet)
 touch "$B/.config.json.resview-999999999.tmp"
+( sh -c 'echo $$ >"'"$T"'/zpid"; exec sleep 300' & exec sleep 30 ) &
+zp=$!
+for _ in $(seq 50); do [ -s "$T/zpid" ] && break; sleep 0.05; done
+zpid=$(cat "$T/zpid")
+kill -9 "$zpid"; sleep 0.2   # its parent (sleep 30) never reaps it: a zombie
+t_eq "the stand-in writer is a zombie" "$(awk '{print $3}' "/proc/$zpid/stat" 2>/dev/null)" Z
+touch "$B/.config.json.resview-$zpid.tmp"
 cp "$T/orig.json" "$B/config.json"
 "$RUNTIME" create --bundle "$B" after-$$ >/dev/null 2>&1
 t_eq "the next create removes temporary files of dead writers" "$(ls -a "$B" | grep -c 'resview.*\.tmp')" 0
+ls -a "$B" | grep 'resview.*\.tmp' | sed 's/^/#   left: /'
+kill "$zp" 2>/dev/null; wait "$zp" 2>/dev/null
 
 # exec --process: the same, on the process file
 echo '{"args":["/bin/sh"],"env":["PATH=/bin","GOMAXPROCS=9"],"cwd":"/","terminal":false}' >"$T/process.orig"
