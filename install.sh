@@ -89,7 +89,8 @@ if [ $uninstall = 1 ]; then
     for e in $(detect_engines); do
         f=$(engine_config "$e") || exit 2
         [ -e "$f" ] || continue
-        run "$cli" configure --engine="$e" --config "$f" --uninstall || say "could not take resview out of $f (see above)"
+        run "$cli" configure --engine="$e" --config "$f" --hooks-dir "$HOOKSD" --uninstall ||
+            say "could not take resview out of $f (see above)"
     done
     if [ -z "$DESTDIR" ] && [ ${#engines[@]} -eq 0 ]; then :; fi
     for f in "$HOOKSD/resview-lxcfs.json" "$SYSTEMD/resview-watch.service" \
@@ -179,7 +180,9 @@ fi
 configured=()
 for e in $(detect_engines); do
     f=$(engine_config "$e") || exit 2
-    flags=(--engine="$e" --config "$f" --runtime-path "$RUNTIME_PATH" --hook-path "$HOOK_PATH")
+    # podman and CRI-O also get the OCI hooks.d file (LXCFS views for every container)
+    flags=(--engine="$e" --config "$f" --runtime-path "$RUNTIME_PATH" --hook-path "$HOOK_PATH"
+           --hooks-dir "$HOOKSD")
     [ -n "$set_default" ] && flags+=("$set_default")
     [ $dry = 1 ] && flags+=(--dry-run)
     cli=$BIN/resview
@@ -188,12 +191,6 @@ for e in $(detect_engines); do
         configured+=("$e")
     else
         say "$e: not configured (see above)"
-    fi
-    if [ "$e" = podman ] || [ "$e" = crio ] || [ "$e" = cri-o ]; then
-        # LXCFS views for every container of podman/CRI-O, with or without the runtime
-        run install -d "$HOOKSD"
-        if [ $dry = 1 ]; then echo "+ install $HOOKSD/resview-lxcfs.json"
-        else jq --arg h "$HOOK_PATH" '.hook.path = $h' hooks/oci/resview-lxcfs.json >"$HOOKSD/resview-lxcfs.json"; fi
     fi
 done
 

@@ -17,7 +17,9 @@ static void usage(FILE *f)
             "  --config PATH         the file to edit (default per engine, see below)\n"
             "  --set-as-default      also make resview the engine's default runtime\n"
             "  --runtime-path PATH   resview-runtime to register (default: next to this program)\n"
-            "  --hook-path PATH      resview-hook for enroot (default: next to this program)\n"
+            "  --hook-path PATH      resview-hook for enroot and hooks.d (default: next to this program)\n"
+            "  --hooks-dir DIR       podman/CRI-O: where their OCI hooks.d file goes\n"
+            "                        (default " RV_HOOKSD_DIR_DEFAULT ")\n"
             "  --containerd-version 2|3   config version of a new containerd file (default: detect)\n"
             "  --slurm-version X.Y   Slurm version a new oci.conf is for (default: detect)\n"
             "  --dry-run             print the new file instead of writing it\n"
@@ -53,6 +55,7 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
         { "set-as-default", no_argument, NULL, 'd' },
         { "runtime-path", required_argument, NULL, 'r' },
         { "hook-path", required_argument, NULL, 'k' },
+        { "hooks-dir", required_argument, NULL, 'H' },
         { "containerd-version", required_argument, NULL, 'V' },
         { "slurm-version", required_argument, NULL, 'S' },
         { "dry-run", no_argument, NULL, 'n' },
@@ -63,7 +66,8 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
     const struct rv_engine *engines[16];
     size_t n_engines = 0;
     struct rv_engine_opts o = { 0 };
-    char runtime[PATH_MAX], hook[PATH_MAX];
+    char runtime[PATH_MAX], hook[PATH_MAX], hooks_file[PATH_MAX];
+    const char *hooks_dir = RV_HOOKSD_DIR_DEFAULT;
     int c, rc = 0;
 
     (void)cfg;
@@ -93,6 +97,7 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
         case 'd': o.set_default = true; break;
         case 'r': o.runtime_path = optarg; break;
         case 'k': o.hook_path = optarg; break;
+        case 'H': hooks_dir = optarg; break;
         case 'V':
             o.containerd_version = atoi(optarg);
             if (o.containerd_version != 2 && o.containerd_version != 3) {
@@ -129,11 +134,26 @@ int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv)
     }
     if (!o.uninstall && access(o.runtime_path, X_OK) != 0)
         fprintf(stderr, "resview configure: warning: `%s` is not an executable (yet)\n", o.runtime_path);
+    if (rv_snprintf(hooks_file, sizeof(hooks_file), "%s/resview-lxcfs.json", hooks_dir) < 0) {
+        fprintf(stderr, "resview configure: --hooks-dir is too long\n");
+        return 2;
+    }
     for (size_t i = 0; i < n_engines; i++) {
         struct rv_error err = { 0 };
         if (rv_engine_apply(engines[i], &o, &err) < 0) {
             fprintf(stderr, "resview configure: %s\n", err.msg);
             rc = 1;
+            continue;
+        }
+        /* podman and CRI-O also get the hooks.d file: LXCFS views for every
+         * container, also those started without the runtime */
+        if (engines[i] == &rv_engine_podman || engines[i] == &rv_engine_crio) {
+            struct rv_engine_opts ho = o;
+            ho.config = hooks_file;
+            if (rv_engine_apply(&rv_engine_hooksd, &ho, &err) < 0) {
+                fprintf(stderr, "resview configure: %s\n", err.msg);
+                rc = 1;
+            }
         }
     }
     return rc;

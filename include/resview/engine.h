@@ -12,6 +12,8 @@
 #define RV_RUNTIME_PATH_DEFAULT "/usr/local/bin/resview-runtime"
 #define RV_HOOK_PATH_DEFAULT "/usr/local/bin/resview-hook"
 #define RV_BACKUP_SUFFIX ".resview-backup"
+/* Where podman and CRI-O look for OCI hooks by default. */
+#define RV_HOOKSD_DIR_DEFAULT "/usr/share/containers/oci/hooks.d"
 /* What the managed whole files (hook scripts) carry so that uninstall knows them. */
 #define RV_OWNED_MARK "# written by `resview configure`; `resview configure --uninstall` removes it"
 
@@ -65,6 +67,8 @@ struct rv_engine {
 
 extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_podman,
     rv_engine_crio, rv_engine_enroot, rv_engine_slurm;
+/* The hooks.d file that podman and CRI-O also get (not an engine of its own). */
+extern const struct rv_engine rv_engine_hooksd;
 
 /* Engine by name (containerd, docker, podman, crio/cri-o, enroot, slurm); NULL if unknown. */
 const struct rv_engine *rv_engine_find(const char *name);

@@ -106,3 +106,23 @@ fi
 for e in containerd docker crio podman slurm enroot; do
     t_ok "$e: --uninstall of a missing file creates nothing" sh -c "'$CLI' configure --engine=$e --config '$T/absent/$e' --uninstall && ! test -e '$T/absent/$e'"
 done
+
+# podman and CRI-O also get the OCI hooks.d file; a foreign file of that name is left alone
+mkdir -p "$T/hd"
+"$CLI" configure --engine=crio --config "$T/hd/crio.conf" --hook-path /opt/rv/resview-hook --hooks-dir "$T/hd/hooks" >/dev/null
+t_eq "crio: the hooks.d file runs resview-hook" "$(jq -c '[.version, .hook.path, .stages, .when]' "$T/hd/hooks/resview-lxcfs.json")" \
+    '["1.0.0","/opt/rv/resview-hook",["prestart"],{"always":true}]'
+sum=$(sha256sum <"$T/hd/hooks/resview-lxcfs.json")
+"$CLI" configure --engine=crio --config "$T/hd/crio.conf" --hook-path /opt/rv/resview-hook --hooks-dir "$T/hd/hooks" >/dev/null
+t_eq "crio: twice = once for the hooks.d file" "$(sha256sum <"$T/hd/hooks/resview-lxcfs.json")" "$sum"
+"$CLI" configure --engine=crio --config "$T/hd/crio.conf" --hooks-dir "$T/hd/hooks" --uninstall >/dev/null
+t_ok "crio --uninstall removes the hooks.d file" test ! -e "$T/hd/hooks/resview-lxcfs.json"
+echo '{"version": "1.0.0", "hook": {"path": "/usr/bin/other-hook"}, "when": {"always": true}, "stages": ["prestart"]}' \
+    >"$T/hd/hooks/resview-lxcfs.json"
+cp "$T/hd/hooks/resview-lxcfs.json" "$T/hd/foreign.json"
+out=$("$CLI" configure --engine=podman --config "$T/hd/containers.conf" --hooks-dir "$T/hd/hooks" 2>&1); rc=$?
+t_ok "podman: a foreign hooks.d file of the same name is refused (exit $rc)" test "$rc" -ne 0
+t_contains "podman: the refusal says why" "$out" "does not run resview-hook"
+t_ok "podman: the foreign file is untouched" cmp "$T/hd/hooks/resview-lxcfs.json" "$T/hd/foreign.json"
+"$CLI" configure --engine=podman --config "$T/hd/containers.conf" --hooks-dir "$T/hd/hooks" --uninstall >/dev/null 2>&1
+t_ok "podman --uninstall leaves the foreign file alone" cmp "$T/hd/hooks/resview-lxcfs.json" "$T/hd/foreign.json"

@@ -78,3 +78,13 @@ if ls "$TOP"/hooks/oci/*.json >/dev/null 2>&1; then
     out=$(run --runtime runc --hooks-dir "$T/hooks.d" -m 256m localhost/rvtest:busybox /bin/grep MemTotal /proc/meminfo 2>&1)
     t_contains "podman --hooks-dir (hooks/oci) with plain runc: LXCFS MemTotal 262144 kB" "$out" "262144 kB"
 fi
+
+# the hooks.d file that `configure --engine=podman` writes beside containers.conf
+RESVIEW_CONFIG=$T/config.json "$CLI" configure --engine=podman --config "$T/containers.conf" \
+    --runtime-path "$RUNTIME" --hook-path "$HOOK" --hooks-dir "$T/hooks-cfg" >/dev/null
+t_eq "configure --engine=podman writes the hooks.d file" "$(jq -r .hook.path "$T/hooks-cfg/resview-lxcfs.json")" "$HOOK"
+out=$(run --runtime runc --hooks-dir "$T/hooks-cfg" -m 256m localhost/rvtest:busybox /bin/grep MemTotal /proc/meminfo 2>&1)
+t_contains "podman with that hooks.d file and plain runc: LXCFS MemTotal 262144 kB" "$out" "262144 kB"
+"$CLI" configure --engine=podman --config "$T/containers.conf" --hooks-dir "$T/hooks-cfg" --uninstall >/dev/null
+t_ok "configure --uninstall removes the hooks.d file" test ! -e "$T/hooks-cfg/resview-lxcfs.json"
+t_ok "and restores containers.conf byte for byte" cmp "$T/containers.conf" "$T/containers.conf.orig"
