@@ -398,6 +398,24 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
     return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);
 }
 
+int rv_owned_file_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                       bool ours, const char *refusal, struct rv_edit_result *res,
+                       struct rv_error *err)
+{
+    if (exists && !ours) {
+        if (!o->uninstall)
+            return rv_fail(err, 0, "%s", refusal);
+        res->text = strndup(old, len);
+        res->len = len;
+        return res->text ? 0 : rv_fail(err, ENOMEM, "keep the file");
+    }
+    if (o->uninstall) {
+        res->remove = true;
+        return 0;
+    }
+    return 1;
+}
+
 int rv_engine_status(const struct rv_engine *e, const char *text, size_t len, char *detail,
                      size_t size, char *exe, size_t exe_size, struct rv_error *err)
 {

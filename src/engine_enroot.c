@@ -39,20 +39,14 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
                 const char *backup, size_t backup_len, struct rv_edit_result *res,
                 struct rv_error *err)
 {
+    int r;
+
     (void)backup;
     (void)backup_len;
-    if (exists && !ours(old)) {
-        if (o->uninstall) {
-            res->text = strndup(old, len);
-            res->len = len;
-            return res->text ? 0 : rv_fail(err, ENOMEM, "enroot");
-        }
-        return rv_fail(err, 0, "the file exists and was not written by resview; remove it first");
-    }
-    if (o->uninstall) {
-        res->remove = true;
-        return 0;
-    }
+    r = rv_owned_file_edit(o, old, len, exists, exists && ours(old),
+                           "the file exists and was not written by resview; remove it first", res, err);
+    if (r <= 0)
+        return r;
     if (strchr(o->hook_path, '\''))
         return rv_fail(err, 0, "`%s`: a quote in the hook path", o->hook_path);
     if (hook_lacks_enroot(o->hook_path))

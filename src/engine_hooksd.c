@@ -36,21 +36,14 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
                 struct rv_error *err)
 {
     cleanup_json json_t *doc = NULL;
+    int r;
 
     (void)backup;
     (void)backup_len;
-    if (exists && !ours(old, len)) {
-        if (o->uninstall) {
-            res->text = strndup(old, len);
-            res->len = len;
-            return res->text ? 0 : rv_fail(err, ENOMEM, "hooks.d");
-        }
-        return rv_fail(err, 0, "the file exists and does not run resview-hook; remove it first");
-    }
-    if (o->uninstall) {
-        res->remove = true;
-        return 0;
-    }
+    r = rv_owned_file_edit(o, old, len, exists, exists && ours(old, len),
+                           "the file exists and does not run resview-hook; remove it first", res, err);
+    if (r <= 0)
+        return r;
     doc = json_pack("{s:s,s:{s:s,s:[s],s:i},s:{s:b},s:[s]}", "version", "1.0.0", "hook", "path",
                     o->hook_path, "args", "resview-hook", "timeout", 10, "when", "always", 1,
                     "stages", "prestart");

@@ -89,6 +89,14 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
 int rv_engine_status(const struct rv_engine *e, const char *text, size_t len, char *detail,
                      size_t size, char *exe, size_t exe_size, struct rv_error *err);
 
+/* Engines whose whole file is resview's (hook scripts, hooks.d files): a file
+ * of that name that is not ours is refused on install and kept as it is on
+ * uninstall; ours is removed on uninstall. Returns 1 when the caller is to
+ * write the new content, 0 when res is complete, -1 on error. */
+int rv_owned_file_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
+                       bool ours, const char *refusal, struct rv_edit_result *res,
+                       struct rv_error *err);
+
 /* Read path: *exists false (and "" content) when absent. */
 int rv_engine_read(const char *path, char **text, size_t *len, bool *exists, struct rv_error *err);
 
