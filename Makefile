@@ -67,12 +67,15 @@ check: deps
 	@$(MAKE) -s --no-print-directory all static $(UNIT_BINS)
 	@tests/run-all.sh $(UNIT_BINS)
 
-demo: deps
-	@$(MAKE) --no-print-directory all
+# The demo and the benchmark need only the base packages, not the engines.
+demo:
+	@tests/lib/deps.sh base
+	@$(MAKE) -s --no-print-directory all
 	@tests/demo.sh
 
-bench: deps
-	@$(MAKE) --no-print-directory all static
+bench:
+	@tests/lib/deps.sh base
+	@$(MAKE) -s --no-print-directory all static
 	@tests/bench.sh
 
 install: all

@@ -1,9 +1,12 @@
 #!/bin/sh
 # Install the Debian packages that building and testing resview need, if
 # missing. Lists: tests/deps.d/*.txt (one or more names per line, # comments).
+# Usage: deps.sh [LIST...]  (list names without .txt; default: every list)
 set -eu
 cd "$(dirname "$0")/../.."
-PKGS=$(sed 's/#.*//' tests/deps.d/*.txt)
+lists=""
+for l in "$@"; do lists="$lists tests/deps.d/$l.txt"; done
+PKGS=$(sed 's/#.*//' ${lists:-tests/deps.d/*.txt})
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
