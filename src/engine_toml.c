@@ -446,6 +446,109 @@ static int scan_inline(struct scan *sc, const char *path, size_t line_start)
     }
 }
 
+/* Digits of a base with single underscores between them: "1_000", "ff". */
+static size_t digits(const char *t, size_t n, int base)
+{
+    size_t i = 0;
+
+    for (; i < n; i++) {
+        char c = t[i];
+        bool d = base == 16 ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))
+                            : (c >= '0' && c < '0' + base);
+        if (d)
+            continue;
+        if (c == '_' && i > 0 && i + 1 < n && t[i - 1] != '_')
+            continue;
+        break;
+    }
+    return (i > 0 && t[i - 1] == '_') ? i - 1 : i;
+}
+
+/* Exactly n characters of 0-9 at t. */
+static bool fixed_digits(const char *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < '0' || t[i] > '9')
+            return false;
+    return true;
+}
+
+/* HH:MM:SS(.fraction)?; returns the length, 0 if none. */
+static size_t local_time(const char *t, size_t n)
+{
+    size_t i = 8;
+
+    if (n < 8 || !fixed_digits(t, 2) || t[2] != ':' || !fixed_digits(t + 3, 2) || t[5] != ':' ||
+        !fixed_digits(t + 6, 2))
+        return 0;
+    if (i < n && t[i] == '.') {
+        size_t f = i + 1;
+        while (f < n && t[f] >= '0' && t[f] <= '9')
+            f++;
+        if (f == i + 1)
+            return 0;
+        i = f;
+    }
+    return i;
+}
+
+/* A TOML 1.0 boolean, integer, float, date, time or date-time, exactly. */
+static bool valid_scalar(const char *t, size_t n)
+{
+    size_t k = 0, i;
+
+    if ((n == 4 && memcmp(t, "true", 4) == 0) || (n == 5 && memcmp(t, "false", 5) == 0))
+        return true;
+    /* dates and times */
+    if (n >= 10 && fixed_digits(t, 4) && t[4] == '-' && fixed_digits(t + 5, 2) && t[7] == '-' &&
+        fixed_digits(t + 8, 2)) {
+        if (n == 10)
+            return true;
+        if (t[10] != 'T' && t[10] != 't' && t[10] != ' ')
+            return false;
+        i = 11 + local_time(t + 11, n - 11);
+        if (i == 11)
+            return false;
+        if (i == n)
+            return true;
+        if ((t[i] == 'Z' || t[i] == 'z') && i + 1 == n)
+            return true;
+        return (t[i] == '+' || t[i] == '-') && n - i == 6 && fixed_digits(t + i + 1, 2) &&
+               t[i + 3] == ':' && fixed_digits(t + i + 4, 2);
+    }
+    if (local_time(t, n) == n)
+        return true;
+    /* prefixed integers (no sign) */
+    if (n > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'o' || t[1] == 'b')) {
+        int base = t[1] == 'x' ? 16 : t[1] == 'o' ? 8 : 2;
+        return digits(t + 2, n - 2, base) == n - 2 && t[2] != '_';
+    }
+    if (t[0] == '+' || t[0] == '-')
+        k = 1;
+    if (n - k == 3 && (memcmp(t + k, "inf", 3) == 0 || memcmp(t + k, "nan", 3) == 0))
+        return true;
+    /* decimal integer part: 0, or no leading zero */
+    i = k + digits(t + k, n - k, 10);
+    if (i == k || (t[k] == '0' && i > k + 1))
+        return false;
+    if (i < n && t[i] == '.') {
+        size_t f = i + 1 + digits(t + i + 1, n - i - 1, 10);
+        if (f == i + 1)
+            return false;
+        i = f;
+    }
+    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        size_t e = i + 1;
+        if (e < n && (t[e] == '+' || t[e] == '-'))
+            e++;
+        size_t f = e + digits(t + e, n - e, 10);
+        if (f == e)
+            return false;
+        i = f;
+    }
+    return i == n;
+}
+
 /* Numbers, booleans, dates: a run of the characters they use. */
 static int scan_scalar(struct scan *sc)
 {
@@ -464,12 +567,7 @@ static int scan_scalar(struct scan *sc)
     const char *t = sc->s + start;
     if (n == 0)
         return fail(sc, "expected a value");
-    if ((n == 4 && memcmp(t, "true", 4) == 0) || (n == 5 && memcmp(t, "false", 5) == 0))
-        return 0;
-    size_t k = (t[0] == '+' || t[0] == '-') ? 1 : 0;
-    if (n - k == 3 && (memcmp(t + k, "inf", 3) == 0 || memcmp(t + k, "nan", 3) == 0))
-        return 0;
-    if (k < n && t[k] >= '0' && t[k] <= '9')
+    if (valid_scalar(t, n))
         return 0;
     return fail(sc, "invalid value");
 }

@@ -133,7 +133,7 @@ static void scanner(void)
     static const char *good[] = {
         "a = 1\n", "a.b.c = 'x'\n[t]\n", "[a]\n[a.b]\n[[c]]\nx=1\n[[c]]\nx=2\n[c.d]\n",
         "s = \"\"\"\nx\\\n  y\"\"\"\n", "x = [\n 1, # c\n 2,\n]\n", "d = 1979-05-27T07:32:00-08:00\n",
-        "t = {a.b = 1, c = {d = [1]}}\n", "\xef\xbb\xbf" "a = -inf\r\nb = +0x1f\r\n", "",
+        "t = {a.b = 1, c = {d = [1]}}\n", "\xef\xbb\xbf" "a = -inf\r\nb = 0x1f\r\n", "",
         "[a.b]\n[a]\n", "'k.k' = 1\n\"k k\" = 2\n",
         /* from the TOML 1.0 specification */
         "[fruit]\napple.color = \"red\"\napple.taste.sweet = true\n[fruit.apple.texture]\nsmooth = true\n",
@@ -144,6 +144,11 @@ static void scanner(void)
         "l = '''That's still pointless', she said.'''\n",
         "[[fruits]]\nname = \"apple\"\n[fruits.physical]\ncolor = \"red\"\n[[fruits.varieties]]\nname = \"red delicious\"\n"
         "[[fruits]]\nname = \"banana\"\n[[fruits.varieties]]\nname = \"plantain\"\n",
+        /* every kind of number, date and time of the specification */
+        "a = +99\nb = -17\nc = 0\nd = +0\ne = 5_349_221\nf = 0xDEAD_beef\ng = 0o755\nh = 0b1101\n",
+        "a = +1.0\nb = 3.1415\nc = 5e+22\nd = 1e06\ne = -2E-2\nf = 224_617.445_991\ng = -0.0\nh = +nan\n",
+        "a = 1979-05-27T07:32:00Z\nb = 1979-05-27T00:32:00.999999-07:00\nc = 1979-05-27 07:32:00Z\n"
+        "d = 1979-05-27T07:32:00\ne = 00:32:00.999999\n",
     };
     static const char *bad[] = {
         "a = 1\na = 2\n", "[a]\n[a]\n", "a = 1 b = 2\n", "a = \"x\n", "a = [1 2]\n",
@@ -151,6 +156,10 @@ static void scanner(void)
         "a = 'x' # \x01\n", "t = {a = 1}\n[t.b]\n", "[[a]]\n[a]\n", "a = \n", "a = \"\"\"x\n",
         "[fruit]\napple.color = \"red\"\n[fruit.apple]\n", "[[fruits]]\nname = 1\nname = 2\n",
         "[a]\nb = 1\n[a.b]\n",
+        /* malformed numbers, dates and times */
+        "a = 1abc\n", "a = 00\n", "a = 1__2\n", "a = 3.\n", "a = .5\n", "a = 5e\n", "a = 0x\n",
+        "a = +0x1f\n", "a = _1\n", "a = 1_\n", "a = 0x_1\n", "a = 0o8\n", "a = 1979-05-27T25\n",
+        "a = 1979-05-27T07:32:00+7\n", "a = 07:32\n", "a = tru\n", "a = 1.2.3\n",
         "a = 1\0\n",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
