@@ -19,6 +19,22 @@
 #include <sys/wait.h>
 #include <time.h>
 
+/* Lines of pid's mountinfo that contain needle. */
+static int mounts_in(pid_t pid, const char *needle)
+{
+    char line[1024], mi[64];
+    int n = 0;
+    FILE *f;
+
+    snprintf(mi, sizeof(mi), "/proc/%d/mountinfo", (int)pid);
+    f = fopen(mi, "r");
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static int write_42(void *arg) { *(int *)arg = 42; return 7; }
 static int sleep_long(void *arg) { (void)arg; sleep(30); return 0; }
 
@@ -179,18 +195,8 @@ int main(void)
     snprintf(p, sizeof(p), "/proc/%d/root%s/secret", (int)child, base);
     get(p, buf, sizeof(buf));
     ok_str(buf, "secret\n", "... also in the container's namespace");
-    {
-        char line[1024], mi[64];
-        int n = 0;
-        FILE *f;
-        snprintf(mi, sizeof(mi), "/proc/%d/mountinfo", (int)child);
-        f = fopen(mi, "r");
-        while (f && fgets(line, sizeof(line), f))
-            n += strstr(line, "/proc/meminfo ro,nosuid,nodev,noexec") != NULL;
-        if (f)
-            fclose(f);
-        ok(n == 1, "one read-only, nosuid, nodev, noexec mount in the container");
-    }
+    ok(mounts_in(child, "/proc/meminfo ro,nosuid,nodev,noexec") == 1,
+       "one read-only, nosuid, nodev, noexec mount in the container");
     /* again: already there, nothing stacked */
     reset(req);
     ok(rv_inject(req, 2000, &err) == 0 && req->views[0].state == RV_VIEW_PRESENT &&
@@ -231,18 +237,8 @@ int main(void)
     snprintf(p, sizeof(p), "/proc/%d/root%s/root/proc/uptime", (int)child, base);
     get(p, buf, sizeof(buf));
     ok_str(buf, "up\n", "bind fallback: the container sees the view");
-    {
-        char line[1024], mi[64];
-        int n = 0;
-        FILE *f;
-        snprintf(mi, sizeof(mi), "/proc/%d/mountinfo", (int)child);
-        f = fopen(mi, "r");
-        while (f && fgets(line, sizeof(line), f))
-            n += strstr(line, "/proc/uptime ro,nosuid,nodev,noexec") != NULL;
-        if (f)
-            fclose(f);
-        ok(n == 1, "bind fallback: read-only, nosuid, nodev, noexec");
-    }
+    ok(mounts_in(child, "/proc/uptime ro,nosuid,nodev,noexec") == 1,
+       "bind fallback: read-only, nosuid, nodev, noexec");
 
     /* pid checks: a wrong start time, then a gone process */
     req->start_time += 1;
