@@ -50,7 +50,7 @@ echo
 SPEC=$TOP/tests/samples/k8s-spec.json
 echo "== instructions for one create (config load + spec load, edit, rewrite, record) on $(basename "$SPEC"), $(stat -c %s "$SPEC") bytes; callgrind"
 gcc -O2 -I"$TOP/include" $(pkg-config --cflags jansson) -o "$T/create_once" "$TOP/tests/lib/create_once.c" \
-    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp libcap) || exit 1
+    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp) || exit 1
 mkdir -p "$T/run/k8s"
 cp "$SPEC" "$T/run/k8s/config.json"
 RESVIEW_CONFIG=$T/cfg-noop.json valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" \
