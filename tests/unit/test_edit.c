@@ -18,12 +18,14 @@ static char *edit(const char *text, struct rv_error *err)
     struct rv_edit_ctx ctx = { &cfg, &host, false };
     struct rv_edit_result res;
     size_t len;
+    bool changed;
 
     free(out);
     out = NULL;
     if (rv_spec_parse(&spec, text, strlen(text), err) < 0)
         return NULL;
-    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 || rv_json_dump(spec.root, &out, &len, err) < 0) {
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
+        rv_spec_render(&spec, &out, &len, &changed, err) < 0) {
         rv_spec_free(&spec);
         return NULL;
     }
