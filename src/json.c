@@ -325,7 +325,7 @@ static int number(struct parser *ps, bool build, json_t **out)
     if (!build)
         return 0;
     size_t n = (size_t)(p - q);
-    if (integer && !is_big_integer(q, n) && !(n == 2 && q[0] == '-')) {
+    if (integer && !is_big_integer(q, n) && !(n == 2 && q[0] == '-' && q[1] == '0')) {
         /* fits int64 and prints back the same ("-0" would not) */
         uint64_t v = 0;
         for (const unsigned char *d = q + (*q == '-'); d < p; d++)
