@@ -94,9 +94,27 @@ int main(void)
     ok(out == NULL && has(err.msg, "fuse.allowed"), "FUSE refused when not allowed: %s", err.msg);
     cfg.fuse_allowed = true;
 
-    /* hook entry present already (hooks.d, an earlier shim): not added twice */
+    /* hook entry present already (hooks.d, an earlier shim, a tenant's own
+     * spec): only ours stays, once, with the handover */
     out = edit("{\"hooks\":{\"createRuntime\":[{\"path\":\"/opt/x/resview-hook\"}]}}", &err);
-    ok(count(out, "resview-hook") == 1, "existing resview-hook in another stage is respected");
+    ok(count(out, "resview-hook") == 2 && has(out, "\"createRuntime\":[]") &&
+       has(out, "\"prestart\":[{\"path\":\"/usr/local/bin/resview-hook\",\"args\":[\"resview-hook\"]"),
+       "a resview-hook entry in another stage is replaced by ours");
+    out = edit("{\"root\":{\"path\":\"rootfs\"},\"hooks\":{\"prestart\":[{\"path\":\"/x/oci-a\"},"
+               "{\"path\":\"/usr/local/bin/resview-hook\",\"args\":[\"resview-hook\",\"--rootfs=/etc\"],"
+               "\"env\":[\"RESVIEW_CONFIG=/tenant/evil.json\"]},{\"path\":\"/x/oci-b\"}],"
+               "\"poststart\":[{\"path\":\"/opt/t/resview-hook\",\"args\":[\"resview-hook\",\"--enroot\"],"
+               "\"env\":[\"ENROOT_PID=1\",\"ENROOT_ROOTFS=/\"]}]}}", &err);
+    ok(out && has(out, "\"prestart\":[{\"path\":\"/x/oci-a\"},{\"path\":\"/usr/local/bin/resview-hook\","
+                       "\"args\":[\"resview-hook\",\"--rootfs=rootfs\"],\"timeout\":10},{\"path\":\"/x/oci-b\"}]") &&
+       !has(out, "/etc") && !has(out, "evil") && !has(out, "ENROOT") && count(out, "resview-hook") == 2,
+       "a tenant's entries pretending to be ours go: the one left is ours, in place, with root.path handed over");
+    again = out ? strdup(out) : NULL;
+    ok(again && (out = edit(again, &err)) && strcmp(out, again) == 0, "and a second edit changes nothing");
+    free(again);
+    out = edit("{\"annotations\":{\"resview.io/lxcfs\":\"false\"},\"hooks\":{\"prestart\":"
+               "[{\"path\":\"/usr/local/bin/resview-hook\"}]}}", &err);
+    ok(out && !has(out, "resview-hook"), "views off: a hooks.d entry goes too (one exec less)");
     out = edit("{\"hooks\":{\"prestart\":[{\"path\":\"/usr/bin/nvidia-container-runtime-hook\",\"args\":[\"x\",\"prestart\"]}]}}", &err);
     ok(has(out, "nvidia-container-runtime-hook") && count(out, "\"path\":\"/usr/local/bin/resview-hook\"") == 1, "other hooks kept, ours appended");
     strcpy(cfg.hook_stage, "createRuntime");
