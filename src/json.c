@@ -25,10 +25,22 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define MARK "\0rvint:"
 #define MARK_LEN (sizeof(MARK) - 1)
 #define MAX_DEPTH 2048          /* as jansson's JSON_PARSER_MAX_DEPTH */
+
+/* jansson seeds its object hash from /dev/urandom at the first object (open,
+ * read, close on every start): one getrandom(2) instead. A random seed still:
+ * spec keys come from tenants (colliding keys would make a parse quadratic). */
+__attribute__((constructor)) static void seed_hash(void)
+{
+    uint32_t seed;
+
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed) && seed)
+        json_object_seed(seed);
+}
 
 /* ------------------------------------------------------------------ reader */
 
