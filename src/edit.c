@@ -57,6 +57,23 @@ int rv_spec_add_hook(json_t *root, const struct rv_config *cfg, struct rv_error 
     return 0;
 }
 
+/* Our hook reads the spec from the bundle: tell it another file's name
+ * (crun --config) as `resview-hook --spec FILE`. */
+static int hook_spec_file(json_t *root, const struct rv_config *cfg, const char *file,
+                          struct rv_error *err)
+{
+    json_t *hooks = json_object_get(root, "hooks"), *arr, *h;
+    const char *stage;
+    size_t i;
+
+    json_object_foreach(hooks, stage, arr)
+        json_array_foreach(arr, i, h)
+            if (is_our_hook(h, cfg->hook_path) &&
+                json_object_set_new(h, "args", json_pack("[s,s,s]", "resview-hook", "--spec", file)) < 0)
+                return rv_fail(err, ENOMEM, "config.json: hooks");
+    return 0;
+}
+
 /* A request that is absent follows the configured default. */
 static int request(json_t *root, const char *ann, const char *var, bool dflt, bool *on,
                    struct rv_error *err)
@@ -94,5 +111,7 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
     }
     if (res->lxcfs_on && rv_spec_add_hook(root, cfg, err) < 0)
         return -1;
+    if (res->lxcfs_on && ctx->spec_file && strcmp(ctx->spec_file, "config.json") != 0)
+        return hook_spec_file(root, cfg, ctx->spec_file, err);
     return 0;
 }

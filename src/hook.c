@@ -127,6 +127,9 @@ static int read_stdin(char **out, size_t *len, struct rv_error *err)
     return 0;
 }
 
+/* the spec's file in the bundle; NULL: config.json */
+static const char *spec_file;
+
 struct hook_job {
     struct rv_lxcfs lx;
     struct rv_inject req;
@@ -248,7 +251,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
         return 1;
     }
     rv_log_set_id(st.id);
-    if (rv_spec_load(&spec, st.bundle, &err) < 0) {
+    if (rv_spec_load_file(&spec, st.bundle, spec_file, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }
@@ -364,6 +367,9 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
 
 int rv_hook_main(int argc, char **argv)
 {
+    /* resview-hook --spec FILE: the spec is not the bundle's config.json (crun --config) */
+    if (argc > 2 && strcmp(argv[1], "--spec") == 0)
+        spec_file = argv[2];
     struct rv_config cfg;
     struct rv_error err;
 

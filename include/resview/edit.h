@@ -13,6 +13,7 @@ struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;
     bool systemd_hint;        /* runtime got --systemd-cgroup */
+    const char *spec_file;    /* crun --config: the spec's absolute path, for the hook (NULL: config.json) */
 };
 
 struct rv_edit_result {

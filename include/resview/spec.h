@@ -10,6 +10,7 @@
 struct rv_spec {
     int dirfd;            /* the bundle directory */
     char bundle[4096];
+    char file[256];       /* the spec's file name in dirfd: config.json, or crun --config's */
     json_t *root;
     struct stat st;       /* of config.json as loaded: mode and owner to keep */
     char *text;           /* original bytes, to skip a rewrite that changes nothing */
@@ -17,6 +18,10 @@ struct rv_spec {
 };
 
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err);
+/* The same with another spec file (relative to the bundle, or absolute:
+ * crun --config FILE); NULL: config.json. */
+int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
+                      struct rv_error *err);
 /* Parse from memory (tests, fuzzing, `resview env --spec`). dirfd = -1. */
 int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err);
 /* Write back atomically if the document changed. *changed tells. */

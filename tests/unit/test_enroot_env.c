@@ -98,7 +98,9 @@ int main(void)
         ok_str(slurp(path), "FROM_A_HOOK=1\nOMP_NUM_THREADS=2\n", "after a newline of its own, nothing set twice");
         json_decref(have);
         unlink(path);
-        ok(rv_enroot_append(path, &plan, json_array(), &added, &err) < 0, "a missing ENROOT_ENVIRON is an error");
+        have = json_array();
+        ok(rv_enroot_append(path, &plan, have, &added, &err) < 0, "a missing ENROOT_ENVIRON is an error");
+        json_decref(have);
     }
     return unit_done();
 }
