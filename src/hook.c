@@ -367,11 +367,12 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
 
 int rv_hook_main(int argc, char **argv)
 {
+    struct rv_config cfg;
+    struct rv_error err;
+
     /* resview-hook --spec FILE: the spec is not the bundle's config.json (crun --config) */
     if (argc > 2 && strcmp(argv[1], "--spec") == 0)
         spec_file = argv[2];
-    struct rv_config cfg;
-    struct rv_error err;
 
     rv_log_init("hook", NULL);
     if (rv_config_load(&cfg, &err) < 0) {
@@ -384,6 +385,7 @@ int rv_hook_main(int argc, char **argv)
         return with_shared_job(&cfg, hook_enroot_job);
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
         printf("usage: resview-hook           OCI hook (prestart or createRuntime): state JSON on stdin\n"
+               "       resview-hook --spec FILE  the same, the spec in FILE (crun --config), not config.json\n"
                "       resview-hook --enroot  enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
         return 0;
     }
