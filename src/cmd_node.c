@@ -30,6 +30,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,7 @@ struct node {
     const char *lxcfs_dir;
     const char *rv_config;
     const char *lock_path;
+    pid_t host_pid;             /* whose namespaces are the host's: 1 */
     char runtime_path[PATH_MAX];
     char hook_path[PATH_MAX];
 };
@@ -166,7 +168,9 @@ static void usage(FILE *f)
         "  --lxcfs-dir DIR            LXCFS mount point; its parent is the pod's\n"
         "                             Bidirectional volume (/var/lib/resview/lxcfs)\n"
         "  --resview-config FILE      resview's configuration on the host (/etc/resview/config.json)\n"
-        "  --lock FILE                one agent per node (/run/resview/node.lock)\n");
+        "  --lock FILE                one agent per node (/run/resview/node.lock)\n"
+        "  --host-pid PID             the process whose namespaces and root are the host's, where\n"
+        "                             restarts run [RESVIEW_NODE_HOST_PID, default 1]\n");
 }
 
 /* <dir of our executable>/../lib/resview/payload */
@@ -293,7 +297,10 @@ static int lxcfs_clear(const struct node *n, struct rv_error *err)
     return rv_fail(err, EBUSY, "`%s`: too many stacked mounts", n->lxcfs_dir);
 }
 
-static pid_t spawn(char *const argv[], struct rv_error *err)
+/* Start argv as our child. host_cgroupns: in the host's cgroup namespace
+ * (pid 1's): LXCFS reads /proc/PID/cgroup of other pods' processes, which
+ * only names host paths there (on cgroup v2 pods get a namespace of their own). */
+static pid_t spawn(char *const argv[], bool host_cgroupns, struct rv_error *err)
 {
     pid_t pid;
 
@@ -307,6 +314,14 @@ static pid_t spawn(char *const argv[], struct rv_error *err)
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         prctl(PR_SET_PDEATHSIG, SIGTERM);   /* outside a pod nothing else would stop it */
+        if (host_cgroupns) {
+            int ns = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
+            if (ns >= 0 && setns(ns, CLONE_NEWCGROUP) < 0)
+                fprintf(stderr, "resview node: warning: enter the host's cgroup namespace: %s\n",
+                        strerror(errno));
+            if (ns >= 0)
+                close(ns);
+        }
         execv(argv[0], argv);
         fprintf(stderr, "resview node: exec `%s`: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -326,7 +341,7 @@ static pid_t lxcfs_start(const struct node *n, struct rv_error *err)
         return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
     char *argv[] = { (char *)n->lxcfs_bin, "-f", "-l", "--enable-cfs", "-p", pidfile,
                      (char *)n->lxcfs_dir, NULL };
-    if ((pid = spawn(argv, err)) < 0)
+    if ((pid = spawn(argv, true, err)) < 0)
         return -1;
     deadline = now_ms() + LXCFS_WAIT_S * 1000L;
     for (;;) {
@@ -352,7 +367,7 @@ static pid_t watch_start(const struct node *n, struct rv_error *err)
     char *argv[] = { "/proc/self/exe", "watch", NULL };
     if (strcmp(n->rv_config, RV_CONFIG_DEFAULT) != 0)
         setenv("RESVIEW_CONFIG", n->rv_config, 1);
-    pid_t pid = spawn(argv, err);
+    pid_t pid = spawn(argv, false, err);
     if (pid > 0)
         say("watch: pid %d repairs views whenever LXCFS comes back", (int)pid);
     return pid;
@@ -454,7 +469,7 @@ static int restart_containerd(const struct node *n, struct rv_error *err)
     }
     say("containerd: restarting it on the host (restart mode %s): %s%s%s", n->restart, argv[0],
         argv[1] ? " restart " : "", argv[1] ? unit : "");
-    int r = rv_host_exec(1, argv, RESTART_WAIT_S * 1000, err);
+    int r = rv_host_exec(n->host_pid, argv, RESTART_WAIT_S * 1000, err);
     if (r < 0)
         return -1;
     if (r != 0)
@@ -584,7 +599,7 @@ static int uninstall_files(const struct node *n, bool *done, struct rv_error *er
         return -1;
     }
     say("uninstall: removed the binaries from `%s`", n->prefix);
-    if (our_config_text(n, ours, sizeof(ours)) == 0 &&
+    if (our_config_text(n, ours, sizeof(ours)) >= 0 &&
         rv_engine_read(n->rv_config, &text, &len, &exists, err) == 0 && exists &&
         len == strlen(ours) && memcmp(text, ours, len) == 0) {
         if (unlink(n->rv_config) < 0)
@@ -785,6 +800,7 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         { "lxcfs-dir", required_argument, NULL, 'L' },
         { "resview-config", required_argument, NULL, 'C' },
         { "lock", required_argument, NULL, 'k' },
+        { "host-pid", required_argument, NULL, 'H' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -799,6 +815,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         .lock_path = "/run/resview/node.lock",
     };
     const char *mode = env_or("RESVIEW_NODE_MODE", "install");
+    const char *host_pid = env_or("RESVIEW_NODE_HOST_PID", "1");
+    uint64_t hp;
     const char *sub;
     int c;
 
@@ -831,6 +849,7 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         case 'L': n.lxcfs_dir = optarg; break;
         case 'C': n.rv_config = optarg; break;
         case 'k': n.lock_path = optarg; break;
+        case 'H': host_pid = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -839,6 +858,11 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (rv_parse_u64(host_pid, &hp) < 0 || hp == 0 || hp > INT32_MAX) {
+        fprintf(stderr, "resview node: host pid `%s`: expected a process id\n", host_pid);
+        return 2;
+    }
+    n.host_pid = (pid_t)hp;
     if (check_restart(n.restart) < 0) {
         fprintf(stderr, "resview node: restart mode `%s`: expected systemd, systemd:UNIT, none or "
                 "command:/ABSOLUTE/PATH\n", n.restart);

@@ -92,6 +92,14 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
         if (rv_env_apply(env, &res->plan, err) < 0)
             return -1;
     }
+    if (res->lxcfs_on && ctx->hook_missing) {
+        /* fail open: the container starts without views, unless they are required */
+        if (cfg->lxcfs_required)
+            return rv_fail(err, ENOENT, "lxcfs.required is true, but the hook `%s` cannot be run",
+                           cfg->hook_path);
+        res->lxcfs_on = false;
+        res->hook_missing = true;
+    }
     if (res->lxcfs_on && rv_spec_add_hook(root, cfg, err) < 0)
         return -1;
     return 0;

@@ -72,6 +72,13 @@ static int enter_host(pid_t init)
         fprintf(stderr, "resview: read `%s`: %s\n", path, strerror(errno));
         return -1;
     }
+    /* its root too: setns() puts us at the namespace's root, not at a chroot of init */
+    snprintf(path, sizeof(path), "/proc/%d/root", (int)init);
+    cleanup_close int rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        fprintf(stderr, "resview: open `%s`: %s\n", path, strerror(errno));
+        return -1;
+    }
     for (size_t i = 0; i < sizeof(nss) / sizeof(nss[0]); i++) {
         snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)init, nss[i].name);
         fds[i] = open(path, O_RDONLY | O_CLOEXEC);
@@ -89,8 +96,10 @@ static int enter_host(pid_t init)
         if (fds[i] >= 0)
             close(fds[i]);
     }
-    if (chdir("/") < 0)
+    if (fchdir(rootfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+        fprintf(stderr, "resview: enter the root of pid %d: %s\n", (int)init, strerror(errno));
         return -1;
+    }
     if (rv_cgroup_dirs(cg, access("/sys/fs/cgroup/cgroup.controllers", F_OK) < 0, &dirs, &err) < 0) {
         fprintf(stderr, "resview: %s\n", err.msg);
         return -1;

@@ -33,7 +33,7 @@ static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                    const struct rv_args *a, struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, access(cfg->hook_path, X_OK) != 0 };
     struct rv_edit_result res;
     struct rv_spec spec;
     bool changed = false;
@@ -47,6 +47,9 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
+    if (res.hook_missing)
+        rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
+               cfg->hook_path);
     if (res.env_on) {
         char mem[32] = "none";
         if (res.limits.has_mem)

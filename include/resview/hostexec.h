@@ -1,7 +1,7 @@
 /* hostexec.h - run a command as a process of the host from inside a
  * privileged, hostPID pod: in the mount, UTS, IPC, network and cgroup
- * namespaces of the host's init (pid 1, as `nsenter -t 1 -m -u -i -n -C`),
- * and moved into init's cgroups. The last part is what nsenter does not do
+ * namespaces and the root directory of the host's init (pid 1, as
+ * `nsenter -t 1 -m -u -i -n -C -r`), and moved into init's cgroups. The last part is what nsenter does not do
  * and what a restart needs: a daemon started from the pod's cgroup would be
  * killed with the pod (the runtime kills every process of a container's
  * cgroup when it stops). */
