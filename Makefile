@@ -81,7 +81,8 @@ bench:
 # The Kubernetes node image (hooks/kubernetes/): FROM scratch, LXCFS and the
 # agent's libraries from Debian's .debs, the static binaries; an OCI archive
 # that ctr, docker load and skopeo accept, as $(BUILD)/resview-node.tar.
-image: all static
+image: $(BUILD)/resview-node.tar
+$(BUILD)/resview-node.tar: $(BINS) $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook profiles/seccomp.json $(wildcard hooks/kubernetes/image/*)
 	@hooks/kubernetes/image/build.sh $(BUILD) $(VERSION)
 
 install: all

@@ -515,6 +515,7 @@ static int ensure_effective(const struct node *n, unsigned *restarted, struct rv
     for (;;) {
         char name[64], version[64];
         struct rv_error e;
+        r = -1;
         if (rv_cri_version(n->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), &e) == 0 &&
             (r = effective(n, why, sizeof(why), &e)) == 1) {
             say("containerd: %s %s answers on `%s` %ld ms after the restart, with the configuration "
