@@ -660,10 +660,22 @@ struct children {
     long lxcfs_retry, watch_retry;   /* when to start again (ms) */
 };
 
+/* watch first: it waits for the LXCFS mount to appear (a mount table event)
+ * and repairs the moment it answers, so a new LXCFS heals running pods
+ * without waiting for this agent to notice. */
 static void start_children(const struct node *n, struct children *ch)
 {
     struct rv_error err = { 0 };
 
+    if (!ch->watch && now_ms() >= ch->watch_retry) {
+        pid_t p = watch_start(n, &err);
+        if (p < 0) {
+            say("watch: %s", err.msg);
+            ch->watch_retry = now_ms() + 5000;
+        } else {
+            ch->watch = p;
+        }
+    }
     if (!ch->lxcfs && now_ms() >= ch->lxcfs_retry) {
         pid_t p = lxcfs_start(n, &err);
         if (p < 0) {
@@ -671,15 +683,6 @@ static void start_children(const struct node *n, struct children *ch)
             ch->lxcfs_retry = now_ms() + 5000;
         } else {
             ch->lxcfs = p;
-        }
-    }
-    if (!ch->watch && ch->lxcfs && now_ms() >= ch->watch_retry) {
-        pid_t p = watch_start(n, &err);
-        if (p < 0) {
-            say("watch: %s", err.msg);
-            ch->watch_retry = now_ms() + 5000;
-        } else {
-            ch->watch = p;
         }
     }
 }
