@@ -9,6 +9,18 @@
 
 #include <string.h>
 
+/* delete: the container goes away, and so do its records (the variables for
+ * exec sessions, the views for repair). The one place delete is handled. */
+static void forget(const struct rv_config *cfg, const struct rv_args *a)
+{
+    struct rv_error err;
+
+    if (a->id && rv_safe_name(a->id) && rv_state_remove(cfg, a->id, &err) < 0)
+        rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+}
+
+/* Every subcommand but create, run, exec and delete is passed through: args,
+ * configuration (the next runtime), the loop guard, and the exec. */
 int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
 {
     struct rv_config cfg;
@@ -52,11 +64,8 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
-    } else if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_safe_name(a.id)) {
-        /* The container goes away: so do its records (the variables for exec
-         * sessions, the views for repair). */
-        if (rv_state_remove(&cfg, a.id, &err) < 0)
-            rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    } else if (a.sub && strcmp(a.sub, "delete") == 0) {
+        forget(&cfg, &a);
     }
     if (rv_chain_mark(next, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
