@@ -773,7 +773,11 @@ static int node_run(const struct node *n)
             if (uninstall_files(n, &files_done, &err) < 0)
                 say("uninstall: %s", err.msg);
             if (files_done) {
+                char pidfile[PATH_MAX];
                 stop_children(n, &ch, true);
+                if (rv_snprintf(pidfile, sizeof(pidfile), "%s.pid", n->lxcfs_dir) >= 0)
+                    unlink(pidfile);
+                rmdir(n->lxcfs_dir);
                 say("uninstall: done; nothing of resview is left on this node");
             }
             next_try = now_ms() + 10000;

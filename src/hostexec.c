@@ -67,11 +67,6 @@ static int enter_host(pid_t init)
     struct rv_error err;
     cleanup_free char *dirs = NULL;
 
-    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init);
-    if (rv_read_small(path, cg, sizeof(cg)) < 0) {
-        fprintf(stderr, "resview: read `%s`: %s\n", path, strerror(errno));
-        return -1;
-    }
     /* its root too: setns() puts us at the namespace's root, not at a chroot of init */
     snprintf(path, sizeof(path), "/proc/%d/root", (int)init);
     cleanup_close int rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -98,6 +93,12 @@ static int enter_host(pid_t init)
     }
     if (fchdir(rootfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
         fprintf(stderr, "resview: enter the root of pid %d: %s\n", (int)init, strerror(errno));
+        return -1;
+    }
+    /* read in init's cgroup namespace: paths from its root, not from a pod's */
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init);
+    if (rv_read_small(path, cg, sizeof(cg)) < 0) {
+        fprintf(stderr, "resview: read `%s`: %s\n", path, strerror(errno));
         return -1;
     }
     if (rv_cgroup_dirs(cg, access("/sys/fs/cgroup/cgroup.controllers", F_OK) < 0, &dirs, &err) < 0) {

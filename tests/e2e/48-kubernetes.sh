@@ -314,4 +314,5 @@ for _ in $(seq 300); do agent_log agent4 | grep -q "uninstall: done" && break; s
 t_contains "once no container uses them, the binaries are removed" "$(agent_log agent4)" "uninstall: done"
 t_ok "…/opt/resview is empty" test -z "$(ls -A "$NODE/opt/resview")"
 t_ok "…and /etc/resview/config.json, which the agent wrote, is gone" test ! -e "$NODE/etc/resview/config.json"
+t_ok "…and the LXCFS mount point and its pid file" test -z "$(ls -A "$NODE/var/lib/resview")"
 delete_pod agent4 "$CTD_SOCK" 30
