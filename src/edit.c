@@ -157,7 +157,7 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
         res->lxcfs_on = false;
         res->hook_missing = true;
     }
-    if (rv_spec_set_hook(root, cfg, res->lxcfs_on, err) < 0)
-        return -1;
-    return 0;
+    /* the hook gets root.path handed over: it never reads the spec file,
+     * whichever file it was (crun --config) */
+    return rv_spec_set_hook(root, cfg, res->lxcfs_on, err);
 }
