@@ -133,8 +133,8 @@ static int take_lock(const struct node *n, struct rv_error *err)
         ssize_t r = pread(fd, holder, sizeof(holder) - 1, 0);
         holder[r > 0 ? r : 0] = '\0';
         holder[strcspn(holder, "\n")] = '\0';
-        rv_node_say("waiting for the node lock `%s`, held by process %s (another resview node agent on "
-            "this node)", n->lock_path, holder[0] ? holder : "?");
+        rv_node_say("waiting for the node lock `%s`, held by process %s (another resview node agent "
+                    "on this node)", n->lock_path, holder[0] ? holder : "?");
         while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
             if (errno != EWOULDBLOCK || !rv_node_nap(500)) {
                 close(fd);
