@@ -2,6 +2,7 @@
  * supervision of LXCFS and `resview watch` (node_agent.h). */
 #define _GNU_SOURCE
 #include "resview/node_agent.h"
+#include "resview/hostexec.h"
 #include "resview/lxcfs.h"
 
 #include <errno.h>
@@ -105,17 +106,9 @@ int rv_node_lxcfs_clear(const char *dir, struct rv_error *err)
  * a namespace of its own). */
 static pid_t spawn(char *const argv[], bool host_cgroupns, struct rv_error *err)
 {
-    pid_t pid;
+    pid_t pid = rv_fork_child(err);
 
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid < 0)
-        return rv_fail(err, errno, "fork");
     if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
         prctl(PR_SET_PDEATHSIG, SIGTERM);   /* outside a pod nothing else would stop it */
         if (host_cgroupns) {
             int ns = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
@@ -167,7 +160,12 @@ static pid_t lxcfs_start(const struct rv_node_children *ch, struct rv_error *err
 
 static pid_t watch_start(const struct rv_node_children *ch, struct rv_error *err)
 {
-    char *argv[] = { "/proc/self/exe", "watch", NULL };
+    char self[PATH_MAX] = "/proc/self/exe";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *argv[] = { self, "watch", NULL };
+
+    if (n > 0)
+        self[n] = '\0';   /* by name: `ps` shows resview, not exe */
 
     if (ch->rv_config)
         setenv("RESVIEW_CONFIG", ch->rv_config, 1);
