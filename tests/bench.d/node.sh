@@ -114,9 +114,14 @@ echo
 echo "== steady state over ${IDLE_S} s with $N containers (agent, watch, LXCFS; one watch sweep per 60 s)"
 ticks=$(getconf CLK_TCK)
 procs="$AGENT $(pgrep -P "$AGENT" | tr '\n' ' ')"
-cpu() { local t=0 p; for p in $procs; do t=$(( t + $(awk '{print $14 + $15}' "/proc/$p/stat") )); done; echo $t; }
-c0=$(cpu); sleep "$IDLE_S"; c1=$(cpu)
-echo "CPU: $(( (c1 - c0) * 1000 / ticks )) ms in ${IDLE_S} s ($(awk -v c=$((c1 - c0)) -v t="$ticks" -v s="$IDLE_S" 'BEGIN {printf "%.2f", c / t / s * 100}') % of one CPU)"
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+declare -A c0
+for p in $procs; do c0[$p]=$(cpu "$p"); done
+sleep "$IDLE_S"
+total=0
 for p in $procs; do
-    printf 'RSS %-8s %6s KiB\n' "$(cat "/proc/$p/comm")" "$(awk '/VmRSS/ {print $2}' "/proc/$p/status")"
+    d=$(( $(cpu "$p") - ${c0[$p]} )); total=$(( total + d ))
+    printf '%-8s CPU %5d ms in %d s   RSS %6s KiB\n' "$(cat "/proc/$p/comm")" $(( d * 1000 / ticks )) "$IDLE_S" \
+        "$(awk '/VmRSS/ {print $2}' "/proc/$p/status")"
 done
+echo "all three: $(( total * 1000 / ticks )) ms of CPU in ${IDLE_S} s ($(awk -v c=$total -v t="$ticks" -v s="$IDLE_S" 'BEGIN {printf "%.2f", c / t / s * 100}') % of one CPU)"
