@@ -40,6 +40,16 @@ t_contains "after the operator's restart: in use, nothing restarted" "$(cat "$T/
 # a restart that does not bring the entry in is not repeated (for the same file, 10 minutes)
 node uninstall --restart "command:$T/ctd-restart" >"$T/out" 2>&1
 t_ok "uninstall restores the file byte for byte" cmp "$CFG" "$T/config.toml.orig"
+
+# resview as containerd's default runtime, and back
+node configure --set-as-default --restart "command:$T/ctd-restart" >"$T/out" 2>&1
+t_contains "set as default: default_runtime_name changed in place" "$(cat "$CFG")" \
+    'default_runtime_name = "resview"  # resview-was'
+t_contains "…and the restarted containerd runs resview as its default" "$(cat "$T/out")" \
+    "answers on \`$CTD_SOCK\`"
+node uninstall --restart "command:$T/ctd-restart" >"$T/out" 2>&1
+t_ok "uninstall: the previous default runtime is back, the file byte for byte" cmp "$CFG" "$T/config.toml.orig"
+t_contains "…and in the running containerd" "$(cat "$T/out")" "answers on \`$CTD_SOCK\`"
 : >"$T/ctd-restarts"
 touch "$T/ctd-noop"
 out=$(node configure --restart "command:$T/ctd-restart" 2>&1); rc=$?
