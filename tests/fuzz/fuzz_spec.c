@@ -156,7 +156,7 @@ static void prefix_but_ours(json_t *a, json_t *b, const char *where)
 static int edit_dump(const char *text, size_t len, char **out, size_t *outlen, bool *changed,
                      struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { &cfg, &host, false, NULL };
+    struct rv_edit_ctx ctx = { &cfg, &host, false };
     struct rv_edit_result res;
     struct rv_spec spec;
     int r = -1;
