@@ -227,19 +227,23 @@ static unsigned containers_in_use(const struct node *n)
     return count;
 }
 
-/* Remove the binaries and our configuration file once nothing uses them. */
-static int uninstall_files(const struct node *n, bool *done, struct rv_error *err)
+/* Remove the binaries and our configuration file once nothing uses them.
+ * *last: the count of containers in use said last time (said again only
+ * when it changes). */
+static int uninstall_files(const struct node *n, bool *done, unsigned *last, struct rv_error *err)
 {
     char ours[PATH_MAX + 64];
     cleanup_free char *text = NULL;
     size_t len;
     bool exists;
-    unsigned used = containers_in_use(n);
+    unsigned used = containers_in_use(n), said = *last;
 
     *done = false;
+    *last = used;
     if (used) {
-        rv_node_say("uninstall: %u container(s) started through resview still exist; binaries stay "
-                    "in `%s` until they are gone", used, n->prefix);
+        if (used != said)
+            rv_node_say("uninstall: %u container(s) started through resview still exist; binaries stay "
+                        "in `%s` until they are gone", used, n->prefix);
         return 0;
     }
     if (rv_node_remove(n->prefix, err) < 0) {
@@ -312,7 +316,7 @@ static int node_run(const struct node *n)
         .rv_config = strcmp(n->rv_config, RV_CONFIG_DEFAULT) ? n->rv_config : NULL,
     };
     struct rv_error err = { 0 };
-    unsigned restarted = 0;
+    unsigned restarted = 0, in_use = 0;
     bool configured = false, files_done = false;
     long t0 = rv_node_now_ms(), next_try = 0;
     bool none = strcmp(n->ctd.restart, "none") == 0;
@@ -348,7 +352,7 @@ static int node_run(const struct node *n)
             }
         }
         if (n->uninstall && configured && !files_done && rv_node_now_ms() >= next_try) {
-            if (uninstall_files(n, &files_done, &err) < 0)
+            if (uninstall_files(n, &files_done, &in_use, &err) < 0)
                 rv_node_say("uninstall: %s", err.msg);
             if (files_done) {
                 char pidfile[PATH_MAX];
@@ -488,7 +492,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         }
         if (rv_node_containerd_apply(&n.ctd, &restarted, &err) < 0)
             goto fail;
-        if (n.uninstall && uninstall_files(&n, &done, &err) < 0)
+        unsigned in_use = 0;
+        if (n.uninstall && uninstall_files(&n, &done, &in_use, &err) < 0)
             goto fail;
         return 0;
     }
