@@ -136,7 +136,14 @@ static int hook_child(void *arg)
 {
     struct hook_job *job = arg;
     struct rv_inject *req = &job->req;
+    struct stat rs;
 
+    /* The rootfs's identity, for a later repair even if LXCFS hangs below
+     * (here: the rootfs may be on FUSE too, e.g. enroot's fuse-overlayfs). */
+    if (stat(req->rootfs, &rs) == 0) {
+        req->root_dev = rs.st_dev;
+        req->root_ino = rs.st_ino;
+    }
     rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
     if (!job->lx.live)
         return 0;
@@ -175,13 +182,6 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
             rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
             return 0;
-        }
-    }
-    if (!job->req.root_ino) {
-        struct stat rs;
-        if (stat(job->req.rootfs, &rs) == 0) {
-            job->req.root_dev = rs.st_dev;
-            job->req.root_ino = rs.st_ino;
         }
     }
     if (!job->lx.live) {

@@ -474,16 +474,19 @@ int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err)
     if (!shared)
         return rv_fail(err, errno, "pid %d: shared memory", (int)req->pid);
     *shared = *req;
-    r = rv_run_bounded(inject_child, shared, timeout_ms, &status, &e);
+    r = rv_run_bounded_key(req->key, inject_child, shared, timeout_ms, &status, &e);
     *req = *shared;
     rv_shared_free(shared, sizeof(*shared));
     if (r < 0) {
-        /* killed half-way: what it did is unknown, count every view as failed */
-        if (e.errnum == ETIMEDOUT) {
+        /* killed half-way, or not tried: count every view as failed */
+        if (e.errnum == ETIMEDOUT || e.errnum == EBUSY) {
             req->n_failed = req->n;
-            snprintf(req->error, sizeof(req->error), "timed out: %s", e.msg);
+            snprintf(req->error, sizeof(req->error), "%s: %s",
+                     e.errnum == EBUSY ? "not tried" : "timed out", e.msg);
         }
-        return rv_fail(err, e.errnum, "pid %d: %s", (int)req->pid, e.msg);
+        rv_fail(err, 0, "pid %d: %s", (int)req->pid, req->error[0] ? req->error : e.msg);
+        err->errnum = e.errnum;
+        return -1;
     }
     if (req->error[0])
         return rv_fail(err, 0, "%s", req->error);

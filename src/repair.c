@@ -153,7 +153,8 @@ static int repair_record(const char *id, void *arg)
         if (rel && rv_lxcfs_is_candidate(rel) && offered(&c->lx, rel))
             rv_inject_add(&c->req, rel, rel);
     }
-    seen_add(&c->seen, ns_inode((pid_t)pid));
+    c->req.key = ns_inode((pid_t)pid);
+    seen_add(&c->seen, c->req.key);
     r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, &err);
     if (c->req.gone) {
         struct rv_error e2;
@@ -209,7 +210,7 @@ static bool is_keep(const struct repair_ctx *c, dev_t d)
 }
 
 /* One namespace, through one of its processes: stale LXCFS views -> fresh. */
-static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir)
+static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir, ino_t ns)
 {
     struct libmnt_table *tb = NULL;
     struct libmnt_iter *it = NULL;
@@ -230,6 +231,7 @@ static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir)
     }
     c->st->namespaces++;
     req_init(c, pid, start);
+    c->req.key = ns;
     tb = mnt_new_table();
     it = mnt_new_iter(MNT_ITER_FORWARD);
     if (tb && it && mnt_table_parse_stream(tb, f, "mountinfo") == 0)
@@ -279,7 +281,7 @@ static void scan_all(struct repair_ctx *c)
         if (piddir < 0)
             continue;
         if (fstatat(piddir, "ns/mnt", &st, 0) == 0 && seen_add(&c->seen, st.st_ino))
-            scan_namespace(c, (pid_t)pid, piddir);
+            scan_namespace(c, (pid_t)pid, piddir, st.st_ino);
         close(piddir);
     }
     closedir(d);
