@@ -45,7 +45,8 @@ struct rv_inject {
     /* in */
     pid_t pid;
     unsigned long long start_time;   /* expected; 0 = do not check (filled in) */
-    char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root */
+    char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root
+                                        (which must then be root_dev/root_ino if set) */
     dev_t root_dev;                  /* its device and inode as first seen (0: unknown), */
     ino_t root_ino;                  /* to recognise it when the host path is gone */
     char lxcfs_root[PATH_MAX];
@@ -56,10 +57,18 @@ struct rv_inject {
     bool legacy_bind;                /* use the bind fallback even if open_tree works */
     unsigned long long key;          /* rv_inject(): its bounded key (the namespace's
                                         inode), 0 = none (see bounded.h) */
+    /* A record from a user's hook names a container; nothing in it is
+     * trusted: the process must be in this mount namespace (0: any), the
+     * namespace owned by a user namespace of this uid (not ours), and the
+     * process's root the recorded one (root_dev/root_ino, with rootfs ""). */
+    ino_t want_mntns;
+    bool check_owner;
+    uid_t owner;
     unsigned n;
     struct rv_view views[RV_VIEWS_MAX];
     /* out */
     bool gone;                       /* the process is gone (or the pid was reused) */
+    bool refused;                    /* not the container the record names (error says why) */
     const char *root_how;            /* "process root" (after pivot_root) or
                                         "rootfs path" (before it) */
     char error[RV_ERRMSG_MAX];       /* a failure of the whole request */
