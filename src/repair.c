@@ -142,10 +142,27 @@ static void ns_map_build(struct repair_ctx *c)
         closedir(d);
 }
 
-/* A live process in mount namespace ns for the request: the recorded one if
- * it is still there and still in ns, else any process in ns (an enroot
- * container under pyxis outlives the process enroot named: the job's tasks
- * joined its namespaces). 0 if none. */
+/* Whether pid's root directory is dev:ino. AT_STATX_DONT_SYNC: the root
+ * may be on a FUSE file system the tenant runs (enroot's fuse-overlayfs); no
+ * request goes to it. */
+static bool root_is(pid_t pid, dev_t dev, ino_t ino)
+{
+    char path[64];
+    struct statx sx;
+
+    snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+    return statx(AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_INO, &sx) == 0 && sx.stx_ino == ino &&
+           makedev(sx.stx_dev_major, sx.stx_dev_minor) == dev;
+}
+
+enum { LOCATED, NOT_YET, GONE };
+
+/* A live process of the recorded container, whose identity is its mount
+ * namespace and its root: the recorded process if it is still there, else
+ * any process in the namespace with the recorded root (an enroot container
+ * under pyxis outlives the process enroot named: the job's tasks joined its
+ * namespaces). The root matters: namespace inodes are reused once a
+ * namespace is gone. NOT_YET: the recorded process, before its pivot_root. */
 static int locate(struct repair_ctx *c, ino_t ns)
 {
     unsigned long long start;
@@ -158,14 +175,17 @@ static int locate(struct repair_ctx *c, ino_t ns)
         if (piddir >= 0 && rv_pid_start_time(piddir, &start) == 0 &&
             start == c->req.start_time) {
             close(piddir);
-            return 0;
+            return !c->req.root_ino || root_is(c->req.pid, c->req.root_dev, c->req.root_ino)
+                       ? LOCATED : NOT_YET;
         }
         if (piddir >= 0)
             close(piddir);
     }
+    if (!c->req.root_ino)
+        return GONE;
     ns_map_build(c);
     for (size_t i = 0; i < c->ns_map_n; i++) {
-        if (c->ns_map[i].ns != ns)
+        if (c->ns_map[i].ns != ns || !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
             continue;
         snprintf(path, sizeof(path), "/proc/%d", (int)c->ns_map[i].pid);
         piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -175,11 +195,11 @@ static int locate(struct repair_ctx *c, ino_t ns)
             close(piddir);
             c->req.pid = c->ns_map[i].pid;
             c->req.start_time = start;   /* checked again by the injector */
-            return 0;
+            return LOCATED;
         }
         close(piddir);
     }
-    return -1;
+    return GONE;
 }
 
 /* The request from a views record; false if it is malformed. */
@@ -214,21 +234,26 @@ static bool req_from_record(struct repair_ctx *c, json_t *rec, bool with_rootfs)
     return true;
 }
 
-/* Locate and inject c->req: 1 done (reported), 0 gone (nothing done). */
+/* Locate and inject c->req: LOCATED (done and reported, unless refused),
+ * NOT_YET (nothing done), GONE. */
 static int attach(struct repair_ctx *c, const char *what, struct rv_error *err, int *r)
 {
-    if (c->req.want_mntns && locate(c, c->req.want_mntns) < 0)
-        return 0;
+    if (c->req.want_mntns) {
+        int where = locate(c, c->req.want_mntns);
+        if (where != LOCATED)
+            return where;
+    }
     c->req.key = c->req.want_mntns ? c->req.want_mntns : ns_inode(c->req.pid);
-    seen_add(&c->seen, c->req.key);
     *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);
+    if (!c->req.refused)
+        seen_add(&c->seen, c->req.key);   /* --all need not look at it again */
     if (c->req.gone)
-        return 0;
+        return GONE;
     if (!c->req.refused) {
         c->st->scanned++;
         report(c, what, *r, err);
     }
-    return 1;
+    return LOCATED;
 }
 
 /* A record without views (the shim's variables only: LXCFS off for the
@@ -300,8 +325,12 @@ static int repair_record(const char *id, void *arg)
         rv_state_ref_close(&ref);
         return 0;
     }
-    if (!attach(c, id, &err, &r)) {
-        /* gone; a record written meanwhile (a new container, same id) stays */
+    switch (attach(c, id, &err, &r)) {
+    case NOT_YET:
+        rv_state_ref_close(&ref);
+        return 0;
+    case GONE: {
+        /* a record written meanwhile (a new container, same id) stays */
         struct rv_error e2;
         int removed = rv_state_remove_if(c->cfg, id, &ref, RV_VIEWS_FILE, &e2);
         if (removed < 0)
@@ -313,6 +342,7 @@ static int repair_record(const char *id, void *arg)
         }
         rv_state_ref_close(&ref);
         return 0;
+    }
     }
     /* Write back what is there now, unless the record changed meanwhile
      * (deleted, or a new container under the same id). Keep wanted as
@@ -344,11 +374,12 @@ static int repair_user_record(const char *name, uid_t uid, json_t *rec, void *ar
         fprintf(c->out, "refused  %s: not a record\n", what);
         return 1;
     }
-    if (!seen_add(&c->seen, c->req.want_mntns))
-        return 0;   /* another record of the same container */
     c->req.check_owner = true;
     c->req.owner = uid;
-    if (!attach(c, what, &err, &r)) {
+    switch (attach(c, what, &err, &r)) {
+    case NOT_YET:
+        return 0;
+    case GONE:
         c->st->dropped++;
         fprintf(c->out, "dropped  %s: gone\n", what);
         return 1;

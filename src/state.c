@@ -353,11 +353,15 @@ int rv_state_user_write(const struct rv_config *cfg, const json_t *doc, char *na
         return -1;
     if (len > RV_USER_RECORD_MAX)
         return rv_fail(err, EFBIG, "record larger than %u bytes", RV_USER_RECORD_MAX);
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_PATH: users may write and search users/, not read it */
+    dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd < 0)
         return rv_fail(err, errno, "open `%s`%s", dir,
                        errno == ENOENT ? " (root creates it: `resview repair` or `resview watch`)" : "");
-    if (fstat(dfd, &st) < 0 || !users_dir_ok(&st))
+    /* root's sticky directory (in a user namespace root shows as another
+     * uid: not ours is what can be checked) */
+    if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 07777) != 01733 ||
+        st.st_uid == geteuid())
         return rv_fail(err, 0, "`%s` is not root's sticky directory (mode 1733)", dir);
     /* unguessable: another user cannot take the name first */
     if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
