@@ -47,7 +47,13 @@ int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
 int rv_hook_rootfs(json_t *spec, const char *bundle, char *out, size_t size,
                    struct rv_error *err)
 {
-    const char *p = json_string_value(rv_json_path(spec, "root.path"));
+    return rv_hook_rootfs_path(json_string_value(rv_json_path(spec, "root.path")), bundle, out,
+                               size, err);
+}
+
+int rv_hook_rootfs_path(const char *p, const char *bundle, char *out, size_t size,
+                        struct rv_error *err)
+{
     char joined[PATH_MAX];
 
     if (!p || !*p)
@@ -131,6 +137,7 @@ static int read_stdin(char **out, size_t *len, struct rv_error *err)
 struct hook_job {
     struct rv_lxcfs lx;
     struct rv_inject req;
+    const char *root_path;      /* handed over by the shim (hook.h); NULL: read the spec */
 };
 
 /* In the bounded child: find the live LXCFS files, then inject them. */
@@ -256,36 +263,42 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
     struct rv_error err = { 0 };
     struct rv_hook_state st;
-    struct rv_spec spec;
     cleanup_free char *text = NULL;
     size_t len = 0;
     int r;
-    
+
     if (read_stdin(&text, &len, &err) < 0 || rv_hook_parse_state(text, len, &st, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }
     rv_log_set_id(st.id);
-    if (rv_spec_load(&spec, st.bundle, &err) < 0) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        return 1;
-    }
-    r = rv_spec_request(spec.root, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err);
-    if (r == -2) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        rv_spec_free(&spec);
-        return 1;
-    }
-    if (r == 0) {
-        rv_log(RV_DEBUG, "LXCFS views: off for this container");
-        rv_spec_free(&spec);
-        return 0;
-    }
     job->req.pid = st.pid;
     job->req.replace_foreign = true;
     job->req.legacy_bind = getenv("RESVIEW_LEGACY_BIND") && strcmp(getenv("RESVIEW_LEGACY_BIND"), "1") == 0;
-    r = rv_hook_rootfs(spec.root, st.bundle, job->req.rootfs, sizeof(job->req.rootfs), &err);
-    rv_spec_free(&spec);
+    if (job->root_path) {
+        /* the shim decided: views on, and where the rootfs is */
+        r = rv_hook_rootfs_path(job->root_path, st.bundle, job->req.rootfs,
+                                sizeof(job->req.rootfs), &err);
+    } else {
+        struct rv_spec spec;
+        if (rv_spec_load(&spec, st.bundle, &err) < 0) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            return 1;
+        }
+        r = rv_spec_request(spec.root, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err);
+        if (r == -2) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            rv_spec_free(&spec);
+            return 1;
+        }
+        if (r == 0) {
+            rv_log(RV_DEBUG, "LXCFS views: off for this container");
+            rv_spec_free(&spec);
+            return 0;
+        }
+        r = rv_hook_rootfs(spec.root, st.bundle, job->req.rootfs, sizeof(job->req.rootfs), &err);
+        rv_spec_free(&spec);
+    }
     if (r < 0 ||
         rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
         rv_log(RV_ERROR, "%s", r < 0 ? err.msg : "lxcfs.root: path too long");
@@ -415,7 +428,8 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
 
 /* Run one hook mode with its job in memory shared with the bounded child
  * (see bounded.h). */
-static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *))
+static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *),
+                           const char *root_path)
 {
     struct hook_job *job = rv_shared_alloc(sizeof(*job));
     int r;
@@ -424,6 +438,7 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
         rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
         return 1;
     }
+    job->root_path = root_path;
     r = mode(cfg, job);
     rv_shared_free(job, sizeof(*job));
     return r;
@@ -434,6 +449,13 @@ int rv_hook_main(int argc, char **argv)
     struct rv_config cfg;
     struct rv_error err;
 
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: resview-hook                 OCI hook (prestart or createRuntime): state JSON on\n"
+               "                                    stdin, the container's config.json for the rest\n"
+               "       resview-hook --rootfs=PATH   the same, root.path handed over by resview-runtime\n"
+               "       resview-hook --enroot        enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
+        return 0;
+    }
     rv_log_init("hook", NULL);
     if (rv_config_load(&cfg, &err) < 0) {
         rv_log(RV_ERROR, "%s (using built-in defaults)", err.msg);
@@ -443,11 +465,13 @@ int rv_hook_main(int argc, char **argv)
     rv_log_stderr_fallback();
     rv_log_config_warnings(&cfg);
     if (argc > 1 && strcmp(argv[1], "--enroot") == 0)
-        return with_shared_job(&cfg, hook_enroot_job);
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: resview-hook           OCI hook (prestart or createRuntime): state JSON on stdin\n"
-               "       resview-hook --enroot  enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
-        return 0;
+        return with_shared_job(&cfg, hook_enroot_job, NULL);
+    if (argc > 1 && strncmp(argv[1], RV_HOOK_ARG_ROOTFS, strlen(RV_HOOK_ARG_ROOTFS)) == 0 &&
+        argv[1][strlen(RV_HOOK_ARG_ROOTFS)] && argc == 2)
+        return with_shared_job(&cfg, hook_oci_job, argv[1] + strlen(RV_HOOK_ARG_ROOTFS));
+    if (argc > 1) {
+        rv_log(RV_ERROR, "unknown arguments (see resview-hook --help)");
+        return 2;
     }
-    return with_shared_job(&cfg, hook_oci_job);
+    return with_shared_job(&cfg, hook_oci_job, NULL);
 }

@@ -20,7 +20,8 @@ static void forward(int sig)
         kill(delete_child, sig);
 }
 
-/* `delete` of a container with records: the records (variables for exec
+/* `delete` of a container with records (the one place delete is handled):
+ * the records (variables for exec
  * sessions, views for repair) must outlive a delete the runtime refuses
  * (without --force, a running container). So the runtime runs as our child
  * here, and the records go once it succeeded. The child returns (and execs
@@ -62,6 +63,8 @@ static void delete_then_forget(const struct rv_config *cfg, const char *id)
     _exit(WEXITSTATUS(ws));
 }
 
+/* Every subcommand but create, run, exec and delete is passed through: args,
+ * configuration (the next runtime), the loop guard, and the exec. */
 int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
 {
     struct rv_config cfg;

@@ -65,6 +65,11 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
 
     if (rv_spec_load(&spec, a->bundle ? a->bundle : ".", err) < 0)
         goto out;
+    /* the FUSE grant edits linux.seccomp, which is loaded only then (an
+     * invalid request fails in the edit) */
+    if (rv_spec_request(spec.root, RV_ANN_FUSE, "RESVIEW_FUSE", NULL) == 1 &&
+        rv_spec_load_all(&spec, err) < 0)
+        goto out;
     if (rv_spec_edit(spec.root, &ctx, &res, err) < 0) {
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
