@@ -20,7 +20,6 @@ export LXCFS_DIR=$T/lxcfs
 rv_config "$T/config.json"
 t_cleanup "lxcfs_stop $LXCFS_DIR"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
-gcc -static -O2 -o "$T/pyxis-sim" "$TOP/tests/lib/pyxis-sim.c" || { echo "not ok - build pyxis-sim"; exit 1; }
 # Job users: uids nobody else on this machine uses, without passwd entries.
 U=$((200000 + RANDOM % 50000)); U2=$((U + 50000))
 chmod 711 "$T"
@@ -45,19 +44,8 @@ echo 536870912 >"/sys/fs/cgroup/memory/$CG/memory.limit_in_bytes"
 JOIN='for c in '"$CTRLS"'; do echo $$ >/sys/fs/cgroup/$c/'"$CG"'/cgroup.procs; done'
 in_cg() { sh -c "$JOIN"'; exec "$@"' sh "$@"; }
 
-# job NAME UID [HOOK]: start a job's container as pyxis would; sets TASK and ENROOT
-job() {
-    local name=$1 uid=$2 hook=${3:-$TOP/hooks/enroot/50-resview.sh} out
-    mkdir -p "$T/$name/run"
-    rv_rootfs "$T/$name/rootfs" >/dev/null
-    chown -R "$uid:$uid" "$T/$name"
-    out=$(in_cg env RESVIEW_CONFIG="$T/config.json" RESVIEW_HOOK="$HOOK" \
-        "$T/pyxis-sim" "$uid" "$uid" "$T/$name/rootfs" "$T/$name/run" "$hook" /bin/sleep 3600 2>"$T/$name.err")
-    ENROOT=$(awk '$1 == "enroot" {print $2}' <<<"$out")
-    TASK=$(awk '$1 == "task" {print $2}' <<<"$out")
-    [ -n "$TASK" ] || { echo "# job $name did not start: $(cat "$T/$name.err")"; return 1; }
-    t_cleanup "kill $TASK"
-}
+JOB_WRAP=in_cg
+
 # What a task of the job reads (a process in the job's cgroup and the
 # container's mount namespace).
 task_mem() { in_cg nsenter -t "$1" -m grep MemTotal /proc/meminfo 2>&1 | awk '{print $2}'; }
@@ -67,7 +55,7 @@ host_mem=$(grep MemTotal /proc/meminfo | awk '{print $2}')
 # 0. Before any root command has run, users/ does not exist: the hook says so
 #    on stderr (enroot's log; the log file is root's) and the job starts.
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
-job early "$U"; early=$TASK
+enroot_job early "$U"; early=$TASK
 t_eq "no users/ yet: the job starts with its views anyway" "$(task_mem "$early")" "524288"
 t_contains "no users/ yet: the hook says why it could not record" "$(cat "$T/early.err")" "resview repair"
 kill "$early"
@@ -76,7 +64,7 @@ t_eq "repair (root) makes users/: root's, mode 1733" "$(stat -c '%U %a' "$USERS"
 t_eq "... and state_dir 711" "$(stat -c '%a' "$T/state")" "711"
 
 # 1. LXCFS up at start.
-job one "$U"; one=$TASK; one_enroot=$ENROOT
+enroot_job one "$U"; one=$TASK; one_enroot=$ENROOT
 t_eq "job 1: a task reads the job's memory limit" "$(task_mem "$one")" "524288"
 t_eq "job 1: the process enroot named (pyxis's sh) has exited" "$(kill -0 "$one_enroot" 2>/dev/null; echo $?)" "1"
 rec=$(ls "$USERS")
@@ -93,7 +81,7 @@ t_eq "repair: one LXCFS mount per target (9)" "$(grep ' - fuse.lxcfs ' "/proc/$o
 
 # 2. LXCFS down at start: repair, then watch, attach the views.
 lxcfs_stop "$LXCFS_DIR"
-job two "$U"; two=$TASK
+enroot_job two "$U"; two=$TASK
 t_eq "job 2, LXCFS down: the task starts with the host's values" "$(task_mem "$two")" "$host_mem"
 t_eq "job 2: recorded as lxcfs-down" "$(jq -r .status "$USERS"/* | sort | tr '\n' ' ')" "lxcfs-down ok "
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
@@ -128,7 +116,7 @@ rootc=$(runc --root "$T/runc-root" state root-$$ | jq .pid)
 forge rootc "$(record "$rootc" "$(root_id "/proc/$rootc/root")")"
 # another user's job (without the hook: no views of its own)
 echo 'exit 0' >"$T/nohook.sh"
-job other "$U2" "$T/nohook.sh"; other=$TASK
+enroot_job other "$U2" "$T/nohook.sh"; other=$TASK
 forge other "$(record "$other" "$(root_id "/proc/$other/root")")"
 # the user's own job, with another root
 forge wrongroot "$(record "$one" "$(root_id /)")"
@@ -157,7 +145,7 @@ runc --root "$T/runc-root" delete -f root-$$
 # 3b. A root job: enroot still makes a user namespace (uid 0 mapped to 0),
 #     the hook can write state_dir/containers/; the process enroot named
 #     exits all the same: the record must not be dropped while the job runs.
-job rootjob 0; rj=$TASK
+enroot_job rootjob 0; rj=$TASK
 t_eq "root job: its task reads the limit" "$(task_mem "$rj")" "524288"
 t_ok "root job: recorded under containers/" test -e "$T/state/containers/enroot-$ENROOT/views"
 kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
