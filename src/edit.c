@@ -149,7 +149,7 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
         if (rv_env_apply(env, &res->plan, err) < 0)
             return -1;
     }
-    if (rv_spec_set_hook(root, cfg, res->lxcfs_on, err) < 0)
-        return -1;
-    return 0;
+    /* the hook gets root.path handed over: it never reads the spec file,
+     * whichever file it was (crun --config) */
+    return rv_spec_set_hook(root, cfg, res->lxcfs_on, err);
 }

@@ -73,12 +73,25 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     struct rv_host host;
     bool cfg_ok;
 
-    rv_args_parse(argc, argv, &a);
+    /* runc's reading first (the log flags read alike in both); the next
+     * runtime's own once it is known */
+    rv_args_parse(argc, argv, RV_DIALECT_RUNC, &a);
     rv_log_init("runtime", NULL);
     if (a.log)
         rv_log_runtime_file(a.log, a.log_format && strcmp(a.log_format, "json") == 0);
     cfg_ok = rv_config_load(&cfg, &err) == 0;
     rv_log_init("runtime", &cfg);
+
+    /* Find the next runtime first: no bundle is edited for nothing. */
+    struct rv_error cerr = { 0 };
+    if (rv_chain_next(&cfg, next, size, &cerr) < 0) {
+        if (!cfg_ok)
+            rv_log(RV_ERROR, "%s", err.msg);
+        rv_log(RV_ERROR, "%s", cerr.msg);
+        return 1;
+    }
+    if (rv_args_dialect(next) != RV_DIALECT_RUNC)
+        rv_args_parse(argc, argv, rv_args_dialect(next), &a);
     if (a.id)
         rv_log_set_id(a.id);
     if (!cfg_ok) {
@@ -93,18 +106,15 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (rv_args_edits_bundle(&a)) {
         rv_log_config_warnings(&cfg);
     }
-
-    /* Find the next runtime first: no bundle is edited for nothing. */
-    if (rv_chain_next(&cfg, next, size, &err) < 0) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        return 1;
-    }
     if (rv_args_edits_bundle(&a)) {
         rv_host_defaults(&host);
         if (rv_shim_create(&cfg, &host, &a, next, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);
             return 1;
         }
+    } else if (a.sub && (strcmp(a.sub, "create") == 0 || strcmp(a.sub, "run") == 0)) {
+        rv_log(RV_WARN, "%s: `%s` would not run this command line as resview reads it; the "
+               "bundle is left as it is", a.sub, next);
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);

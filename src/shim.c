@@ -57,13 +57,22 @@ static const char *runtime_root(const struct rv_args *a, const char *next, char 
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                    const struct rv_args *a, const char *next, struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    char file[PATH_MAX];
+    const char *other = NULL;
     struct rv_edit_result res;
     struct rv_spec spec;
     bool changed = false;
     int r = -1;
 
-    if (rv_spec_load(&spec, a->bundle ? a->bundle : ".", err) < 0)
+    /* crun --config FILE: taken from the working directory (config.json alone
+     * is the bundle's), as crun does */
+    if (a->config && strcmp(a->config, "config.json") != 0) {
+        if (!realpath(a->config, file))
+            return rv_fail(err, errno, "--config `%s`", a->config);
+        other = file;
+    }
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
         goto out;
     /* the FUSE grant edits linux.seccomp, which is loaded only then (an
      * invalid request fails in the edit) */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 
 /* Every member of config.json that the editor (edit.c, envvars.c, limits.c,
@@ -91,14 +92,37 @@ int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_
 
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err)
 {
+    return rv_spec_load_file(spec, bundle, NULL, err);
+}
+
+int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
+                      struct rv_error *err)
+{
+    const char *slash = file ? strrchr(file, '/') : NULL;
+
     memset(spec, 0, sizeof(*spec));
     spec->dirfd = -1;
     if (rv_snprintf(spec->bundle, sizeof(spec->bundle), "%s", bundle) < 0)
         return rv_fail(err, ENAMETOOLONG, "bundle `%.64s…`", bundle);
+    if (rv_snprintf(spec->file, sizeof(spec->file), "%s", !file ? "config.json" : slash ? slash + 1 : file) < 0 ||
+        !spec->file[0])
+        return rv_fail(err, EINVAL, "bundle `%s`: spec file `%s`", bundle, file);
     spec->dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (spec->dirfd < 0)
         return rv_fail(err, errno, "bundle `%s`", bundle);
-    if (rv_read_file_at(spec->dirfd, "config.json", RV_SPEC_MAX, &spec->text, &spec->len,
+    if (slash) {
+        /* a spec file elsewhere (crun --config FILE) */
+        char dir[PATH_MAX];
+        int fd;
+        if (rv_snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file) < 0)
+            return rv_fail(err, ENAMETOOLONG, "bundle `%s`: spec file", bundle);
+        fd = openat(spec->dirfd, slash == file ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return rv_fail(err, errno, "bundle `%s`: `%s`", bundle, dir);
+        close(spec->dirfd);
+        spec->dirfd = fd;
+    }
+    if (rv_read_file_at(spec->dirfd, spec->file, RV_SPEC_MAX, &spec->text, &spec->len,
                         &spec->st, err) < 0 ||
         parse_text(spec, spec_members_base, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
@@ -138,7 +162,7 @@ int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err)
         cleanup_close int dfd = openat(spec->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
             return rv_fail(err, errno, "bundle `%s`", spec->bundle);
-        if (rv_write_atomic_at(dfd, "config.json", out, len, &spec->st, err) < 0)
+        if (rv_write_atomic_at(dfd, spec->file, out, len, &spec->st, err) < 0)
             return rv_wrap(err, "bundle `%s`", spec->bundle);
     }
     return 0;

@@ -14,6 +14,7 @@ extern const struct rv_json_want rv_spec_members[];
 struct rv_spec {
     int dirfd;            /* the bundle directory */
     char bundle[4096];
+    char file[256];       /* the spec's file name in dirfd: config.json, or crun --config's */
     json_t *root;         /* the members of rv_spec_members only */
     const struct rv_json_want *members;  /* what root holds */
     struct rv_json_skips skips;          /* what it does not */
@@ -24,6 +25,10 @@ struct rv_spec {
 
 /* Load every member but linux.seccomp, which only the FUSE grant needs. */
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err);
+/* The same with another spec file (relative to the bundle, or absolute:
+ * crun --config FILE); NULL: config.json. */
+int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
+                      struct rv_error *err);
 /* Load everything in rv_spec_members: before any edit (it starts again). */
 int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err);
 /* Parse from memory, every member (tests, fuzzing, `resview env --spec`). dirfd = -1. */
