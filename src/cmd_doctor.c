@@ -2,7 +2,6 @@
  * what to fix. Exit 1 when something is broken (FAIL), 0 otherwise (warnings
  * included). */
 #define _GNU_SOURCE
-#include "resview/apparmor.h"
 #include "resview/chain.h"
 #include "resview/cli.h"
 #include "resview/engine.h"
@@ -183,7 +182,6 @@ static void check_lxcfs(struct report *r, const struct rv_config *cfg)
 static void check_kernel(struct report *r, const struct rv_config *cfg)
 {
     struct statfs sf;
-    enum rv_aa_state aa;
     struct rv_error err = { 0 };
 
     if (statfs("/sys/fs/cgroup", &sf) == 0) {
@@ -221,18 +219,6 @@ static void check_kernel(struct report *r, const struct rv_config *cfg)
         }
         err.msg[0] = '\0';
     }
-    if (rv_apparmor_state(NULL, NULL, cfg->apparmor_profile, &aa, &err) < 0)
-        say(r, "FAIL", "AppArmor: %s", err.msg);
-    else if (aa == RV_AA_DISABLED)
-        say(r, "ok", "AppArmor not enabled: FUSE containers get no AppArmor profile "
-            "(seccomp cannot restrict the file system type of mount)");
-    else if (aa == RV_AA_LOADED)
-        say(r, "ok", "AppArmor profile `%s` loaded", cfg->apparmor_profile);
-    else
-        say(r, cfg->fuse_allowed ? "FAIL" : "warn",
-            "AppArmor is enabled but profile `%s` is not loaded: FUSE requests are refused; "
-            "load it: apparmor_parser -r /etc/apparmor.d/%s", cfg->apparmor_profile,
-            cfg->apparmor_profile);
 }
 
 static void check_dirs(struct report *r, const struct rv_config *cfg)

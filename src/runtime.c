@@ -3,6 +3,7 @@
 #include "resview/runtime.h"
 #include "resview/args.h"
 #include "resview/chain.h"
+#include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/shim.h"
 #include "resview/state.h"
@@ -44,8 +45,10 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
         return 1;
     }
     if (rv_args_edits_bundle(&a)) {
+        const char *base = strrchr(argv[0], '/');
         rv_host_defaults(&host);
-        if (rv_shim_create(&cfg, &host, &a, &err) < 0) {
+        if (rv_shim_create(&cfg, &host, &a, next, strcmp(base ? base + 1 : argv[0],
+                                                         RV_FUSE_RUNTIME_NAME) == 0, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);
             return 1;
         }

@@ -1,7 +1,10 @@
 /* shim.c - bundle edits at create, variables for exec sessions. */
 #define _GNU_SOURCE
 #include "resview/shim.h"
+#include "resview/broker.h"
+#include "resview/chain.h"
 #include "resview/edit.h"
+#include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 #include "resview/state.h"
@@ -30,18 +33,45 @@ static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
     return pairs;
 }
 
-int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
-                   const struct rv_args *a, struct rv_error *err)
+/* A FUSE container's mount calls go to its own broker: start it before the
+ * spec names its socket and the runtime connects. A second resview in a
+ * runtime chain (RESVIEW_CHAIN set) keeps the broker the first one started. */
+static int start_broker(const struct rv_config *cfg, const struct rv_args *a, json_t *root,
+                        struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    const char *chain = getenv(RV_CHAIN_ENV), *old = rv_fuse_listener(root);
+    char path[PATH_MAX];
+
+    if (!a->id)
+        return rv_fail(err, 0, "FUSE: no container id on the command line");
+    if (chain && *chain && old && rv_broker_serves(cfg, a->id, old))
+        return rv_fuse_set_listener(root, old, a->id, err);
+    if (rv_broker_spawn(cfg, a->id, path, sizeof(path), err) < 0)
+        return -1;
+    return rv_fuse_set_listener(root, path, a->id, err);
+}
+
+int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
+                   const struct rv_args *a, const char *next, bool fuse_runtime,
+                   struct rv_error *err)
+{
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, fuse_runtime, NULL };
+    struct rv_fuse_runtime rt;
     struct rv_edit_result res;
     struct rv_spec spec;
-    bool changed = false;
+    bool changed = false, fuse;
     int r = -1;
 
     if (rv_spec_load(&spec, a->bundle ? a->bundle : ".", err) < 0)
         goto out;
-    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0) {
+    /* FUSE needs to know what the next runtime can do before the edit */
+    if (rv_fuse_wanted(spec.root, cfg, fuse_runtime, &fuse, err) == 0 && fuse) {
+        if (rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
+            goto out;
+        ctx.fuse_rt = &rt;
+    }
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
+        (res.fuse_broker && start_broker(cfg, a, spec.root, err) < 0)) {
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
     }

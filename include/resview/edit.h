@@ -9,14 +9,19 @@
 #define RV_ANN_ENV "resview.io/env"
 #define RV_ANN_FUSE "resview.io/fuse"
 
+struct rv_fuse_runtime;
+
 struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;
     bool systemd_hint;        /* runtime got --systemd-cgroup */
+    bool fuse_runtime;        /* started as the FUSE runtime name (fuse.h) */
+    const struct rv_fuse_runtime *fuse_rt;   /* the next runtime's support; NULL: assume it */
 };
 
 struct rv_edit_result {
     bool env_on, lxcfs_on, fuse_on;
+    bool fuse_broker;         /* the container's mount calls go to a broker: start one */
     struct rv_limits limits;
     struct rv_env_plan plan;  /* valid when env_on */
 };
@@ -28,9 +33,5 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
 
 /* The hook entry alone (exposed for tests). */
 int rv_spec_add_hook(json_t *root, const struct rv_config *cfg, struct rv_error *err);
-
-/* FUSE for containers that ask (fuse.c): device, capability, seccomp, AppArmor.
- * Requested security features fail closed: any problem is an error. */
-int rv_fuse_apply(json_t *root, const struct rv_config *cfg, struct rv_error *err);
 
 #endif

@@ -1,0 +1,79 @@
+/* broker.h - the FUSE mount broker (README "FUSE"): one small process per
+ * FUSE container, started by the shim at create/run before it execs the next
+ * runtime. The runtime hands it the container's seccomp notify fds over a unix
+ * socket (linux.seccomp.listenerPath); it answers every mount(2), umount(2)
+ * and umount2(2) of that container and exits when the container is gone.
+ *
+ *   broker_spawn.c  the shim's side: start, wait until it listens;
+ *   broker.c        the broker's event loop: connections, notify fds, exit;
+ *   broker_req.c    one notification, in a forked single-threaded child;
+ *   mountreq.c      the decisions on copies of the arguments. */
+#ifndef RESVIEW_BROKER_H
+#define RESVIEW_BROKER_H
+
+#include "resview/config.h"
+#include "resview/sys.h"
+
+#define RV_BROKER_NAME "resview-fuse-broker"   /* argv[0] of a broker: ps shows it */
+#define RV_BROKER_DIR "fuse"                   /* under state_dir, mode 0700 */
+#define RV_BROKER_LISTEN_FD 3                  /* fds a broker starts with */
+#define RV_BROKER_RUNTIME_FD 4
+#define RV_BROKER_READY_TIMEOUT_MS 5000
+
+/* Shim side. Start the broker for container `id` and wait until it listens;
+ * path gets its socket (<state_dir>/fuse/<id>.<broker pid>.sock, a name no
+ * other broker uses). The broker watches this process (which then becomes the
+ * next runtime) and exits if the runtime never connects. */
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, char *path, size_t size,
+                    struct rv_error *err);
+
+/* Broker mode: resview-runtime run as RV_BROKER_NAME (rv_broker_spawn does
+ * that). Returns the exit code. */
+int rv_broker_main(int argc, char **argv);
+
+/* Whether path is the socket of a live broker for container id (a runtime
+ * chain in which resview runs twice keeps the first one's broker). */
+bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path);
+
+/* Live brokers and stale sockets under <state_dir>/fuse (doctor). */
+int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale);
+
+/* --- between the broker's loop and its request children (broker_req.c) --- */
+
+enum rv_broker_call { RV_CALL_OTHER = 0, RV_CALL_MOUNT, RV_CALL_UMOUNT, RV_CALL_UMOUNT2 };
+/* Which call a notification is, from its architecture and number. */
+enum rv_broker_call rv_broker_call(uint32_t arch, int nr);
+
+/* A FUSE mount this broker made: mount id and the connection's device. */
+struct rv_broker_mount {
+    int mnt_id;
+    unsigned dev_major, dev_minor;
+};
+
+struct rv_broker_ctx {
+    int notify_fd;
+    int hostproc;             /* O_PATH of the broker's /proc */
+    bool allow_other;         /* fuse.allow_other when the container started */
+    const struct rv_broker_mount *mounts;
+    size_t n_mounts;
+    int result_fd;            /* the loop's pipe: struct rv_broker_result records */
+};
+
+enum rv_broker_event { RV_EV_DONE = 0, RV_EV_MOUNTED, RV_EV_UNMOUNTED };
+struct rv_broker_result {
+    pid_t child;
+    enum rv_broker_event event;
+    struct rv_broker_mount mount;   /* MOUNTED, UNMOUNTED */
+    int error;                      /* DONE: the answer, 0 or -errno; 1: no answer (gone) */
+    char what[360];                 /* DONE: "mount fuse.sshfs on `/mnt/x`: file system type" */
+};
+
+/* Handle one notification: read the caller's arguments through handles
+ * opened before NOTIF_ID_VALID, decide, mount or unmount inside the caller's
+ * mount namespace, answer. Writes MOUNTED/UNMOUNTED/DONE records to
+ * ctx->result_fd. Changes the calling process (setns, chroot): run it in a
+ * forked child. */
+void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                      enum rv_broker_call call);
+
+#endif

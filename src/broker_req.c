@@ -1,0 +1,560 @@
+/* broker_req.c - one mount(2)/umount(2)/umount2(2) notification of a FUSE
+ * container, handled in a forked child of the broker (broker.h).
+ *
+ * Order of work, which is what makes it safe:
+ *  1. open handles on the calling thread (pidfd, /proc/TID/{mem,status,ns/mnt,
+ *     ns/user,root,cwd}), then SECCOMP_IOCTL_NOTIF_ID_VALID: the handles are
+ *     known to name the caller, not a process that reused its id;
+ *  2. read each string argument once, bounded, and decide on that copy
+ *     (another thread of the caller may change its memory at any time);
+ *  3. take the caller's /dev/fuse descriptor with pidfd_getfd (the number in
+ *     fd= is never trusted), enter its mount namespace, take its root and
+ *     cwd, resolve the target there without magic links (/proc/PID/root and
+ *     friends), so nothing outside the container's own tree can be named;
+ *  4. mount with fsopen/fsconfig/fsmount/move_mount onto the resolved target
+ *     fd with options rebuilt here and nosuid,nodev forced; unmount only
+ *     FUSE mounts this broker made;
+ *  5. answer; a mount whose caller is gone by then is taken away again.
+ * The fresh FUSE mount is never stat'ed or read: the daemon that must answer
+ * may be the very caller blocked in mount(2). The answer is never
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE. */
+#define _GNU_SOURCE
+#include "resview/broker.h"
+#include "resview/fuse.h"
+#include "resview/mountreq.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#ifndef UMOUNT_NOFOLLOW
+#define UMOUNT_NOFOLLOW 8
+#endif
+#define MOUNTINFO_MAX (32u << 20)
+/* do_mount/do_umount: give the reason for the log and the answer. */
+#define REFUSE(reason, ret) \
+    do {                    \
+        *why = (reason);    \
+        return (ret);       \
+    } while (0)
+/* Returned when the answer was already sent (a mount answers itself, so that
+ * it can take the mount away again if the caller is gone), or is impossible. */
+#define ANSWERED 2
+#define GONE 1
+
+enum rv_broker_call rv_broker_call(uint32_t arch, int nr)
+{
+    char *name = seccomp_syscall_resolve_num_arch(arch, nr);
+    enum rv_broker_call c = RV_CALL_OTHER;
+
+    if (!name)
+        return c;
+    if (strcmp(name, "mount") == 0)
+        c = RV_CALL_MOUNT;
+    else if (strcmp(name, "umount") == 0)
+        c = RV_CALL_UMOUNT;
+    else if (strcmp(name, "umount2") == 0)
+        c = RV_CALL_UMOUNT2;
+    free(name);
+    return c;
+}
+
+/* Handles on the calling thread. */
+struct caller {
+    pid_t tid;
+    int pidfd, mem, mntns, userns, root, cwd;
+    struct rv_mount_caller ids;
+};
+
+static void caller_close(struct caller *c)
+{
+    int *fds[] = { &c->pidfd, &c->mem, &c->mntns, &c->userns, &c->root, &c->cwd };
+    for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+}
+
+static int read_at(int dirfd, const char *path, char *buf, size_t size)
+{
+    cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+    size_t have = 0;
+    ssize_t r;
+
+    if (fd < 0)
+        return -1;
+    while (have + 1 < size && (r = read(fd, buf + have, size - 1 - have)) > 0)
+        have += (size_t)r;
+    buf[have] = '\0';
+    return 0;
+}
+
+/* 0, or -1 when the caller is already gone (no answer possible). */
+static int caller_open(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                       struct caller *c, int *answer)
+{
+    char p[64], status[4096];
+    const char *tg;
+    int tgid;
+
+    memset(c, 0, sizeof(*c));
+    c->tid = (pid_t)n->pid;
+    c->pidfd = c->mem = c->mntns = c->userns = c->root = c->cwd = -1;
+    *answer = 0;
+#define OPEN_TASK(field, file, flags)                                           \
+    do {                                                                        \
+        snprintf(p, sizeof(p), "%d/%s", (int)c->tid, file);                     \
+        c->field = openat(ctx->hostproc, p, (flags) | O_CLOEXEC);               \
+        if (c->field < 0 && !*answer)                                           \
+            *answer = -EPERM;                                                   \
+    } while (0)
+    OPEN_TASK(mem, "mem", O_RDONLY);
+    OPEN_TASK(mntns, "ns/mnt", O_RDONLY);
+    OPEN_TASK(userns, "ns/user", O_RDONLY);
+    OPEN_TASK(root, "root", O_PATH | O_DIRECTORY);
+    OPEN_TASK(cwd, "cwd", O_PATH | O_DIRECTORY);
+#undef OPEN_TASK
+    snprintf(p, sizeof(p), "%d/status", (int)c->tid);
+    if (read_at(ctx->hostproc, p, status, sizeof(status)) < 0 ||
+        rv_mountreq_caller(status, &c->ids) < 0)
+        *answer = -EPERM;
+    c->pidfd = rv_pidfd_open(c->tid, RV_PIDFD_THREAD);
+    if (c->pidfd < 0 && errno == EINVAL && (tg = strstr(status, "\nTgid:")) &&
+        sscanf(tg + 6, "%d", &tgid) == 1)
+        c->pidfd = rv_pidfd_open(tgid, 0);   /* kernels before 6.9: the thread group */
+    if (c->pidfd < 0 && !*answer)
+        *answer = -EPERM;
+    /* From here on the handles are the caller's, or the notification is gone. */
+    if (ioctl(ctx->notify_fd, RV_SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0)
+        return -1;
+    return 0;
+}
+
+/* A NUL-terminated string of at most max bytes (with the NUL) at addr. */
+static int read_string(int mem, uint64_t addr, char *buf, size_t max, int too_long)
+{
+    size_t have = 0;
+
+    if (addr == 0)
+        return -EFAULT;
+    while (have < max) {
+        uint64_t at = addr + have;
+        size_t chunk = 4096 - (size_t)(at & 4095);
+        ssize_t r;
+        if (at < addr || at > (uint64_t)INT64_MAX)
+            return -EFAULT;
+        if (chunk > max - have)
+            chunk = max - have;
+        r = pread(mem, buf + have, chunk, (off_t)at);
+        if (r <= 0)
+            return -EFAULT;
+        if (memchr(buf + have, '\0', (size_t)r))
+            return 0;
+        have += (size_t)r;
+    }
+    return too_long;
+}
+
+static void emit(const struct rv_broker_ctx *ctx, enum rv_broker_event ev,
+                 const struct rv_broker_mount *m, int error, const char *what)
+{
+    struct rv_broker_result r;
+
+    memset(&r, 0, sizeof(r));
+    r.child = getpid();
+    r.event = ev;
+    if (m)
+        r.mount = *m;
+    r.error = error;
+    if (what)
+        snprintf(r.what, sizeof(r.what), "%s", what);
+    /* smaller than PIPE_BUF: one atomic write */
+    if (write(ctx->result_fd, &r, sizeof(r)) < 0) {
+        /* the loop is gone: nothing to tell */
+    }
+}
+
+static int answer(const struct rv_broker_ctx *ctx, uint64_t id, int error)
+{
+    struct rv_seccomp_notif_resp resp = { .id = id, .val = 0, .error = error, .flags = 0 };
+    return ioctl(ctx->notify_fd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+/* Enter the caller's mount namespace, root and working directory. User
+ * namespaces other than the broker's are not supported (the /dev/fuse file
+ * would belong to another user namespace than the mount). */
+static int enter(const struct caller *c)
+{
+    struct stat mine, theirs;
+
+    if (stat("/proc/self/ns/user", &mine) < 0 || fstat(c->userns, &theirs) < 0 ||
+        mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
+        return -EPERM;
+    if (setns(c->mntns, CLONE_NEWNS) < 0 || fchdir(c->root) < 0 || chroot(".") < 0 ||
+        fchdir(c->cwd) < 0)
+        return -EPERM;
+    return 0;
+}
+
+/* The target as the caller's own call would find it, but never through a
+ * magic link (/proc/PID/root, /proc/PID/fd/N): we are chrooted into the
+ * caller's root, so absolute paths, absolute symlinks and ".." stay inside. */
+static int resolve(const char *target, bool nofollow)
+{
+    struct rv_open_how how = {
+        .flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
+        .resolve = RV_RESOLVE_NO_MAGICLINKS,
+    };
+    int fd;
+
+    if (!*target)
+        return -ENOENT;
+    fd = rv_openat2(AT_FDCWD, target, &how);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Mount id, device and mount-root flag of an fd, without asking a FUSE
+ * daemon (mask 0 and AT_STATX_DONT_SYNC: FUSE answers from the inode). */
+static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
+{
+    struct statx sx;
+
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) < 0)
+        return -errno;
+    if (!(sx.stx_mask & STATX_MNT_ID))
+        return -ENOSYS;
+    m->mnt_id = (int)sx.stx_mnt_id;
+    m->dev_major = sx.stx_dev_major;
+    m->dev_minor = sx.stx_dev_minor;
+    if (is_root)
+        *is_root = (sx.stx_attributes_mask & RV_STATX_ATTR_MOUNT_ROOT) &&
+                   (sx.stx_attributes & RV_STATX_ATTR_MOUNT_ROOT);
+    return 0;
+}
+
+/* Whether the mount holding fd propagates to peers (shared): a FUSE mount
+ * there would appear in other namespaces, the host's among them. */
+static int is_shared(const struct rv_broker_ctx *ctx, int mnt_id, bool *shared)
+{
+    cleanup_close int fd = openat(ctx->hostproc, "thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
+    cleanup_free char *text = NULL;
+    size_t have = 0, cap = 0;
+    unsigned maj, min;
+    char fstype[256];
+    ssize_t r;
+
+    if (fd < 0)
+        return -EPERM;
+    for (;;) {
+        if (cap - have < 65536) {
+            char *nt;
+            if (cap >= MOUNTINFO_MAX)
+                return -EPERM;
+            cap = cap ? cap * 2 : 262144;
+            if (!(nt = realloc(text, cap + 1)))
+                return -ENOMEM;
+            text = nt;
+        }
+        r = read(fd, text + have, cap - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -EPERM;
+        if (r == 0)
+            break;
+        have += (size_t)r;
+    }
+    if (!text)
+        return -EPERM;
+    text[have] = '\0';
+    return rv_mountinfo_find(text, mnt_id, fstype, sizeof(fstype), &maj, &min, shared) < 0 ? -EPERM : 0;
+}
+
+struct mount_args {
+    char fstype[RV_MOUNT_STR_MAX], source[RV_MOUNT_STR_MAX], target[RV_MOUNT_STR_MAX];
+    char data[RV_MOUNT_DATA_MAX];
+    bool has_source;
+};
+
+static int set_string(int fs, const char *key, const char *val)
+{
+    return rv_fsconfig(fs, RV_FSCONFIG_SET_STRING, key, val, 0) < 0 ? -errno : 0;
+}
+
+static int set_flag(int fs, const char *key)
+{
+    return rv_fsconfig(fs, RV_FSCONFIG_SET_FLAG, key, NULL, 0) < 0 ? -errno : 0;
+}
+
+/* fsopen("fuse") with the options rebuilt from what was checked. */
+static int fuse_context(const struct mount_args *a, const struct rv_fuse_opts *o,
+                        const char *subtype, const struct rv_mount_flags *fl, int fuse_fd)
+{
+    cleanup_close int fs = rv_fsopen("fuse", RV_FSOPEN_CLOEXEC);
+    char num[32];
+    int r = 0;
+
+    if (fs < 0)
+        return -errno;
+    if (a->has_source)
+        r = set_string(fs, "source", a->source);
+    if (!r && *subtype)
+        r = set_string(fs, "subtype", subtype);
+    snprintf(num, sizeof(num), "%d", fuse_fd);
+    if (!r)
+        r = set_string(fs, "fd", num);
+    snprintf(num, sizeof(num), "%o", o->rootmode);
+    if (!r)
+        r = set_string(fs, "rootmode", num);
+    snprintf(num, sizeof(num), "%u", (unsigned)o->user_id);
+    if (!r)
+        r = set_string(fs, "user_id", num);
+    snprintf(num, sizeof(num), "%u", (unsigned)o->group_id);
+    if (!r)
+        r = set_string(fs, "group_id", num);
+    if (!r && o->default_permissions)
+        r = set_flag(fs, "default_permissions");
+    if (!r && o->allow_other)
+        r = set_flag(fs, "allow_other");
+    snprintf(num, sizeof(num), "%u", o->max_read);
+    if (!r && o->has_max_read)
+        r = set_string(fs, "max_read", num);
+    if (!r && fl->ro)
+        r = set_flag(fs, "ro");
+    if (!r && fl->sync)
+        r = set_flag(fs, "sync");
+    if (!r && fl->dirsync)
+        r = set_flag(fs, "dirsync");
+    if (!r && fl->lazytime)
+        r = set_flag(fs, "lazytime");
+    if (!r && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        r = -errno;
+    return r < 0 ? r : move_fd(fs);
+}
+
+/* Lazily detach the mount fd points at (through /proc/thread-self/fd/N of the
+ * broker's /proc, so exactly that mount, whatever its path says now). */
+static int detach_fd(const struct rv_broker_ctx *ctx, int fd)
+{
+    char p[64];
+
+    snprintf(p, sizeof(p), "thread-self/fd/%d", fd);
+    if (fchdir(ctx->hostproc) < 0 || umount2(p, MNT_DETACH) < 0)
+        return -errno;
+    return 0;
+}
+
+static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                    const struct caller *c, struct mount_args *a, const char **why)
+{
+    struct rv_mount_flags fl;
+    struct rv_fuse_opts o;
+    struct rv_broker_mount m;
+    char subtype[RV_FUSE_SUBTYPE_MAX];
+    cleanup_close int fuse_fd = -1, target = -1, fs = -1, mnt = -1;
+    struct statx sx;
+    struct stat st;
+    bool shared;
+    int r;
+
+    if ((r = rv_mountreq_flags(n->data.args[3], &fl)) < 0)
+        REFUSE("flags (bind, move, remount, propagation or unknown)", r);
+    if (n->data.args[2] == 0)
+        REFUSE("no file system type", -EINVAL);
+    if ((r = read_string(c->mem, n->data.args[2], a->fstype, sizeof(a->fstype), -EINVAL)) < 0)
+        REFUSE("file system type unreadable", r);
+    if ((r = read_string(c->mem, n->data.args[1], a->target, sizeof(a->target), -ENAMETOOLONG)) < 0)
+        REFUSE("target unreadable", r);
+    if ((r = rv_mountreq_fstype(a->fstype, subtype)) < 0)
+        REFUSE("file system type", r);
+    a->has_source = n->data.args[0] != 0;
+    if (a->has_source &&
+        (r = read_string(c->mem, n->data.args[0], a->source, sizeof(a->source), -EINVAL)) < 0)
+        REFUSE("source unreadable", r);
+    if (n->data.args[4] == 0)
+        REFUSE("no options (fd= is required)", -EINVAL);
+    if ((r = read_string(c->mem, n->data.args[4], a->data, sizeof(a->data), -EINVAL)) < 0)
+        REFUSE("options unreadable", r);
+    if ((r = rv_mountreq_options(a->data, &c->ids, ctx->allow_other, &o)) < 0)
+        REFUSE(r == -EPERM ? "options (allow_other, or user_id/group_id not the caller's)"
+                           : "options", r);
+    if (*o.subtype) {
+        if (*subtype)
+            REFUSE("subtype given twice", -EINVAL);
+        strcpy(subtype, o.subtype);
+    }
+    /* The caller's own descriptor, which must be /dev/fuse. */
+    fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
+    if (fuse_fd < 0)
+        REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
+    if (fstat(fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
+        REFUSE("fd= is not /dev/fuse", -EINVAL);
+    if ((r = enter(c)) < 0)
+        REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
+    if ((target = resolve(a->target, false)) < 0)
+        REFUSE("target", target);
+    /* the type from the inode as cached: a FUSE daemon is not asked */
+    if (statx(target, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
+        REFUSE("target", -errno);
+    if (!S_ISDIR(sx.stx_mode) && !S_ISREG(sx.stx_mode))
+        REFUSE("target is neither a directory nor a regular file", -EPERM);
+    if (S_ISDIR(sx.stx_mode) != ((o.rootmode & S_IFMT) == S_IFDIR))
+        REFUSE("rootmode does not match the target", -ENOTDIR);
+    if ((r = mount_of(target, &m, NULL)) < 0 || (r = is_shared(ctx, m.mnt_id, &shared)) < 0)
+        REFUSE("target's mount unknown", r);
+    if (shared)
+        REFUSE("target is on a shared mount (it would propagate out)", -EPERM);
+    if ((fs = fuse_context(a, &o, subtype, &fl, fuse_fd)) < 0)
+        REFUSE("fsconfig", fs);
+    if ((mnt = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, fl.attrs)) < 0)
+        REFUSE("fsmount", -errno);
+    if (rv_move_mount(mnt, "", target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        REFUSE("move_mount", -errno);
+    if (mount_of(mnt, &m, NULL) < 0) {
+        detach_fd(ctx, mnt);
+        REFUSE("mount id of the new mount", -EPERM);
+    }
+    /* Recorded before the caller hears of it: its umount cannot come first. */
+    emit(ctx, RV_EV_MOUNTED, &m, 0, NULL);
+    if (answer(ctx, n->id, 0) < 0) {
+        /* The caller is gone (killed, or interrupted and restarting): no one
+         * knows of this mount; take it away. */
+        if (detach_fd(ctx, mnt) == 0)
+            emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
+        REFUSE("mounted, but the caller was gone: detached again", GONE);
+    }
+    REFUSE("mounted", ANSWERED);
+}
+
+static bool ours(const struct rv_broker_ctx *ctx, const struct rv_broker_mount *m)
+{
+    for (size_t i = 0; i < ctx->n_mounts; i++)
+        if (ctx->mounts[i].mnt_id == m->mnt_id && ctx->mounts[i].dev_major == m->dev_major &&
+            ctx->mounts[i].dev_minor == m->dev_minor)
+            return true;
+    return false;
+}
+
+/* umount2 without MNT_DETACH must see whether the mount is busy, which our
+ * own fd on it would make it: unmount by name from its (held) parent
+ * directory instead. The loop runs such requests alone, and mount points
+ * cannot be renamed, so the name still holds this mount. */
+static int umount_by_name(const struct rv_broker_ctx *ctx, int *target,
+                          const struct rv_broker_mount *m, int flags)
+{
+    char p[64], path[PATH_MAX + 1];
+    cleanup_close int parent = -1, again = -1;
+    struct rv_broker_mount m2;
+    const char *name;
+    bool root;
+    ssize_t n;
+
+    snprintf(p, sizeof(p), "thread-self/fd/%d", *target);
+    n = readlinkat(ctx->hostproc, p, path, sizeof(path) - 1);
+    if (n <= 0 || n >= (ssize_t)sizeof(path) - 1)
+        return -EINVAL;
+    path[n] = '\0';
+    name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    if (!*name || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
+        return -EINVAL;
+    parent = openat(*target, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0)
+        return -errno;
+    again = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (again < 0 || mount_of(again, &m2, &root) < 0 || !root || m2.mnt_id != m->mnt_id)
+        return -EBUSY;
+    close(move_fd(again));
+    close(move_fd(*target));
+    if (fchdir(parent) < 0 || umount2(name, flags | UMOUNT_NOFOLLOW) < 0)
+        return -errno;
+    return 0;
+}
+
+static int do_umount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                     enum rv_broker_call call, const struct caller *c, struct mount_args *a,
+                     const char **why)
+{
+    uint64_t flags = call == RV_CALL_UMOUNT2 ? n->data.args[1] : 0;
+    cleanup_close int target = -1;
+    struct rv_broker_mount m;
+    bool root;
+    int r;
+
+    if ((r = rv_mountreq_umount_flags(flags)) < 0)
+        REFUSE("flags", r);
+    if ((r = read_string(c->mem, n->data.args[0], a->target, sizeof(a->target), -ENAMETOOLONG)) < 0)
+        REFUSE("target unreadable", r);
+    if ((r = enter(c)) < 0)
+        REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
+    if ((target = resolve(a->target, flags & UMOUNT_NOFOLLOW)) < 0)
+        REFUSE("target", target);
+    if ((r = mount_of(target, &m, &root)) < 0)
+        REFUSE("target's mount unknown", -EPERM);
+    if (!root)
+        REFUSE("not a mount point", -EINVAL);
+    if (!ours(ctx, &m))
+        REFUSE("not a FUSE mount this broker made", -EPERM);
+    if (flags & MNT_DETACH)
+        r = detach_fd(ctx, target);
+    else
+        r = umount_by_name(ctx, &target, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
+    if (r < 0)
+        REFUSE("umount", r);
+    emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
+    REFUSE("unmounted", 0);
+}
+
+/* Printable copy of a tenant string for the log. */
+static void printable(char *dst, size_t size, const char *src)
+{
+    size_t i;
+
+    for (i = 0; src[i] && i + 1 < size; i++)
+        dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i];
+    dst[i] = '\0';
+}
+
+void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                      enum rv_broker_call call)
+{
+    static struct mount_args a;   /* 16 KiB: not on the stack */
+    struct caller c;
+    const char *why = "";
+    char what[360], fstype[64], target[200];
+    int pre, r;
+
+    memset(&a, 0, sizeof(a));
+    if (caller_open(ctx, n, &c, &pre) < 0) {
+        caller_close(&c);
+        emit(ctx, RV_EV_DONE, NULL, GONE, "caller gone before its arguments were read");
+        return;
+    }
+    if (pre < 0) {
+        r = pre;
+        why = "cannot open the caller's process";
+    } else if (call == RV_CALL_MOUNT) {
+        r = do_mount(ctx, n, &c, &a, &why);
+    } else {
+        r = do_umount(ctx, n, call, &c, &a, &why);
+    }
+    caller_close(&c);
+    if (r == ANSWERED)
+        r = 0;
+    else if (r <= 0 && answer(ctx, n->id, r) < 0)
+        r = GONE;
+    printable(fstype, sizeof(fstype), a.fstype);
+    printable(target, sizeof(target), a.target);
+    snprintf(what, sizeof(what), "%s%s%s `%s` (tid %d): %s",
+             call == RV_CALL_MOUNT ? "mount" : call == RV_CALL_UMOUNT ? "umount" : "umount2",
+             *fstype ? " " : "", fstype, target, (int)n->pid, why);
+    emit(ctx, RV_EV_DONE, NULL, r, what);
+}
