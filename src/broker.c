@@ -38,7 +38,8 @@
 
 #define MAX_NOTIFY 1024          /* runc: one per exec'd process still alive */
 #define MAX_CONNS 16
-#define MAX_CHILDREN 16
+#define MAX_CHILDREN 16           /* requests being worked on */
+#define MAX_KIDS 64               /* ... and children that answered but have not exited yet */
 #define MAX_MOUNTS 65536
 #define PAYLOAD_MAX (4u << 20)   /* the runtime's state JSON (annotations included) */
 #define CONN_FDS 4
@@ -55,8 +56,10 @@ struct conn {
 
 struct child {
     pid_t pid;
-    int pidfd;
+    int pidfd, nfd;
+    uint64_t id;            /* the notification it answers */
     bool exclusive;
+    bool done;              /* its answer is out (DONE record); it may still be exiting */
 };
 
 static struct {
@@ -69,8 +72,8 @@ static struct {
     int n_notify;
     struct conn conns[MAX_CONNS];
     int n_conns;
-    struct child kids[MAX_CHILDREN];
-    int n_kids;
+    struct child kids[MAX_KIDS];
+    int n_kids, n_active;
     bool exclusive_running;
     bool has_deferred;
     struct rv_seccomp_notif deferred;
@@ -252,32 +255,33 @@ static void mounts_remove(const struct rv_broker_mount *m)
         }
 }
 
-static void drain_results(void)
-{
-    struct rv_broker_result r;
+static void answer_now(int nfd, const struct rv_seccomp_notif *n, int error, const char *what);
 
-    while (read(B.results[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
-        r.what[sizeof(r.what) - 1] = '\0';
-        if (r.event == RV_EV_MOUNTED)
-            mounts_add(&r.mount);
-        else if (r.event == RV_EV_UNMOUNTED)
-            mounts_remove(&r.mount);
-        else if (r.error == 0 || r.error == 1) {
-            B.served++;
-            rv_log(RV_DEBUG, "fuse broker: %s", r.what);
-        } else if (++B.refused <= LOG_REFUSALS || B.refused % 1000 == 0) {
-            rv_log(RV_INFO, "fuse broker: refused (%s, %lu so far): %s", strerror(-r.error),
-                   B.refused, r.what);
+/* A child's answer is out: the next request may start (an umount that runs
+ * alone need not wait for it to finish exiting). */
+static void kid_done(pid_t pid)
+{
+    for (int i = 0; i < B.n_kids; i++)
+        if (B.kids[i].pid == pid && !B.kids[i].done) {
+            B.kids[i].done = true;
+            B.n_active--;
+            if (B.kids[i].exclusive)
+                B.exclusive_running = false;
         }
-    }
 }
 
 static void reap(int i)
 {
-    waitpid(B.kids[i].pid, NULL, WNOHANG);
-    close(B.kids[i].pidfd);
-    if (B.kids[i].exclusive)
-        B.exclusive_running = false;
+    struct child k = B.kids[i];
+
+    waitpid(k.pid, NULL, WNOHANG);
+    close(k.pidfd);
+    if (!k.done) {
+        /* died without a word (killed): the caller must not wait forever */
+        struct rv_seccomp_notif n = { .id = k.id };
+        kid_done(k.pid);
+        answer_now(k.nfd, &n, -EPERM, "request child died");
+    }
     B.kids[i] = B.kids[--B.n_kids];
 }
 
@@ -298,6 +302,28 @@ static void answer_now(int nfd, const struct rv_seccomp_notif *n, int error, con
         return;   /* the caller is gone */
     snprintf(line, sizeof(line), "%s (tid %u)", what, n->pid);
     log_refusal(error, line);
+}
+
+static void drain_results(void)
+{
+    struct rv_broker_result r;
+
+    while (read(B.results[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+        r.what[sizeof(r.what) - 1] = '\0';
+        if (r.event == RV_EV_MOUNTED) {
+            mounts_add(&r.mount);
+        } else if (r.event == RV_EV_UNMOUNTED) {
+            mounts_remove(&r.mount);
+        } else {
+            kid_done(r.child);
+            if (r.error == 0 || r.error == 1) {
+                B.served++;
+                rv_log(RV_DEBUG, "fuse broker: %s", r.what);
+            } else {
+                log_refusal(r.error, r.what);
+            }
+        }
+    }
 }
 
 /* A request child keeps only what it needs: a child stuck on a tenant's file
@@ -338,10 +364,10 @@ static void start_child(int nfd, const struct rv_seccomp_notif *n, enum rv_broke
         answer_now(nfd, n, -EAGAIN, "fork");
         return;
     }
-    B.kids[B.n_kids].pid = pid;
-    B.kids[B.n_kids].pidfd = rv_pidfd_open(pid, 0);
-    B.kids[B.n_kids].exclusive = exclusive;
+    B.kids[B.n_kids] = (struct child){ .pid = pid, .pidfd = rv_pidfd_open(pid, 0), .nfd = nfd,
+                                       .id = n->id, .exclusive = exclusive };
     B.n_kids++;
+    B.n_active++;
     B.exclusive_running = exclusive;
 }
 
@@ -376,7 +402,7 @@ static void dispatch(int nfd)
     default:
         return answer_now(nfd, &n, -ENOSYS, "unexpected system call");
     }
-    if (exclusive && B.n_kids > 0) {
+    if (exclusive && B.n_active > 0) {
         B.has_deferred = true;
         B.deferred = n;
         B.deferred_nfd = nfd;
@@ -402,7 +428,7 @@ static bool container_gone(void)
 
 static int loop(void)
 {
-    struct pollfd pfd[4 + MAX_CONNS + MAX_CHILDREN + MAX_NOTIFY];
+    struct pollfd pfd[4 + MAX_CONNS + MAX_KIDS + MAX_NOTIFY];
     int conn_at, kid_at, notify_at, n, timeout;
     bool may_dispatch;
 
@@ -425,7 +451,8 @@ static int loop(void)
         for (int i = 0; i < B.n_kids; i++)
             pfd[n++] = (struct pollfd){ .fd = B.kids[i].pidfd, .events = POLLIN };
         notify_at = n;
-        may_dispatch = !B.exclusive_running && !B.has_deferred && B.n_kids < MAX_CHILDREN;
+        may_dispatch = !B.exclusive_running && !B.has_deferred && B.n_active < MAX_CHILDREN &&
+                       B.n_kids < MAX_KIDS;
         for (int i = 0; i < B.n_notify; i++)
             pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = may_dispatch ? POLLIN : 0 };
         /* nothing ever connected and the runtime is gone: a failed create */
@@ -459,12 +486,13 @@ static int loop(void)
         drain_results();
         for (int i = B.n_notify - 1; i >= 0; i--) {
             short ev = pfd[notify_at + i].revents;
-            if ((ev & POLLIN) && !B.has_deferred && !B.exclusive_running && B.n_kids < MAX_CHILDREN)
+            if ((ev & POLLIN) && !B.has_deferred && !B.exclusive_running &&
+                B.n_active < MAX_CHILDREN && B.n_kids < MAX_KIDS)
                 dispatch(B.notify[i]);
             else if (ev & (POLLHUP | POLLERR | POLLNVAL))
                 notify_remove(i);
         }
-        if (B.has_deferred && B.n_kids == 0) {
+        if (B.has_deferred && B.n_active == 0 && B.n_kids < MAX_KIDS) {
             B.has_deferred = false;
             start_child(B.deferred_nfd, &B.deferred, B.deferred_call, true);
         }
@@ -526,6 +554,6 @@ int rv_broker_main(int argc, char **argv)
     /* our own socket name: no other broker uses it */
     unlink(B.socket);
     rv_log(RV_INFO, "fuse broker: container gone, exiting (%lu calls served, %lu refused, %d "
-           "requests still running)", B.served, B.refused, B.n_kids);
+           "requests still running)", B.served, B.refused, B.n_active);
     return rc;
 }

@@ -50,9 +50,16 @@
 
 enum rv_broker_call rv_broker_call(uint32_t arch, int nr)
 {
-    char *name = seccomp_syscall_resolve_num_arch(arch, nr);
+    /* libseccomp knows every architecture's numbers; remember the last few */
+    static struct { uint32_t arch; int nr; enum rv_broker_call c; } seen[8];
+    static unsigned next;
     enum rv_broker_call c = RV_CALL_OTHER;
+    char *name;
 
+    for (unsigned i = 0; i < 8; i++)
+        if (seen[i].arch == arch && seen[i].nr == nr && arch)
+            return seen[i].c;
+    name = seccomp_syscall_resolve_num_arch(arch, nr);
     if (!name)
         return c;
     if (strcmp(name, "mount") == 0)
@@ -62,19 +69,27 @@ enum rv_broker_call rv_broker_call(uint32_t arch, int nr)
     else if (strcmp(name, "umount2") == 0)
         c = RV_CALL_UMOUNT2;
     free(name);
+    seen[next % 8].arch = arch;
+    seen[next % 8].nr = nr;
+    seen[next++ % 8].c = c;
     return c;
 }
 
-/* Handles on the calling thread. */
+/* Handles on the calling thread, and the descriptors the work opens: all
+ * closed only after the loop has heard the answer (closing a namespace or a
+ * /dev/fuse file can take milliseconds, and an umount that runs alone waits
+ * for this request to be done). */
 struct caller {
     pid_t tid;
     int pidfd, mem, mntns, userns, root, cwd;
+    int fuse_fd, target, fs, mnt;
     struct rv_mount_caller ids;
 };
 
 static void caller_close(struct caller *c)
 {
-    int *fds[] = { &c->pidfd, &c->mem, &c->mntns, &c->userns, &c->root, &c->cwd };
+    int *fds[] = { &c->pidfd, &c->mem, &c->mntns, &c->userns, &c->root, &c->cwd,
+                   &c->fuse_fd, &c->target, &c->fs, &c->mnt };
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (*fds[i] >= 0) {
             close(*fds[i]);
@@ -107,6 +122,7 @@ static int caller_open(const struct rv_broker_ctx *ctx, const struct rv_seccomp_
     memset(c, 0, sizeof(*c));
     c->tid = (pid_t)n->pid;
     c->pidfd = c->mem = c->mntns = c->userns = c->root = c->cwd = -1;
+    c->fuse_fd = c->target = c->fs = c->mnt = -1;
     *answer = 0;
 #define OPEN_TASK(field, file, flags)                                           \
     do {                                                                        \
@@ -239,28 +255,30 @@ static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
     return 0;
 }
 
-/* Whether the mount holding fd propagates to peers (shared): a FUSE mount
- * there would appear in other namespaces, the host's among them. */
-static int is_shared(const struct rv_broker_ctx *ctx, int mnt_id, bool *shared)
+/* The mount holding the target, from the caller's mountinfo: its type and
+ * whether it propagates to peers (shared). A container's mount table is
+ * small: a page or two on the stack first. */
+static int target_mount(const struct rv_broker_ctx *ctx, int mnt_id, char *fstype, size_t size,
+                        bool *shared)
 {
     cleanup_close int fd = openat(ctx->hostproc, "thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
-    cleanup_free char *text = NULL;
-    size_t have = 0, cap = 0;
+    cleanup_free char *heap = NULL;
+    char small[16384], *text = small;
+    size_t have = 0, cap = sizeof(small) - 1;
     unsigned maj, min;
-    char fstype[256];
     ssize_t r;
 
     if (fd < 0)
         return -EPERM;
     for (;;) {
-        if (cap - have < 65536) {
+        if (have == cap) {
             char *nt;
-            if (cap >= MOUNTINFO_MAX)
+            if (cap >= MOUNTINFO_MAX || !(nt = realloc(heap, cap * 4 + 1)))
                 return -EPERM;
-            cap = cap ? cap * 2 : 262144;
-            if (!(nt = realloc(text, cap + 1)))
-                return -ENOMEM;
-            text = nt;
+            if (!heap)
+                memcpy(nt, small, have);
+            heap = text = nt;
+            cap = cap * 4;
         }
         r = read(fd, text + have, cap - have);
         if (r < 0 && errno == EINTR)
@@ -271,10 +289,42 @@ static int is_shared(const struct rv_broker_ctx *ctx, int mnt_id, bool *shared)
             break;
         have += (size_t)r;
     }
-    if (!text)
-        return -EPERM;
     text[have] = '\0';
-    return rv_mountinfo_find(text, mnt_id, fstype, sizeof(fstype), &maj, &min, shared) < 0 ? -EPERM : 0;
+    return rv_mountinfo_find(text, mnt_id, fstype, size, &maj, &min, shared) < 0 ? -EPERM : 0;
+}
+
+/* Places a tenant's FUSE mount must not cover: the container's root and the
+ * runtime's own /proc, /sys and /dev, and any kernel file system. A FUSE
+ * file system over them would feed made-up /proc files to the runtime's next
+ * `exec` into the container (the procfs-overmount attacks on runc) or hide
+ * what the runtime masked. The path is the target's as seen from the
+ * caller's root (we are chrooted there). */
+static bool forbidden_place(const struct rv_broker_ctx *ctx, int fd, const char *fstype)
+{
+    static const char *const kernel_fs[] = {
+        "proc", "sysfs", "devpts", "devtmpfs", "mqueue", "cgroup", "cgroup2", "securityfs",
+        "debugfs", "tracefs", "bpf", "pstore", "efivarfs", "configfs", "binfmt_misc", "fusectl",
+        "hugetlbfs", "selinuxfs", "nsfs", "autofs", "rpc_pipefs", NULL };
+    static const char *const dirs[] = { "/proc", "/sys", "/dev", NULL };
+    char p[64], path[PATH_MAX + 1];
+    ssize_t n;
+
+    for (size_t i = 0; kernel_fs[i]; i++)
+        if (strcmp(fstype, kernel_fs[i]) == 0)
+            return true;
+    snprintf(p, sizeof(p), "thread-self/fd/%d", fd);
+    n = readlinkat(ctx->hostproc, p, path, sizeof(path) - 1);
+    if (n <= 0 || n >= (ssize_t)sizeof(path) - 1 || path[0] != '/')
+        return true;
+    path[n] = '\0';
+    if (strcmp(path, "/") == 0)
+        return true;
+    for (size_t i = 0; dirs[i]; i++) {
+        size_t l = strlen(dirs[i]);
+        if (strncmp(path, dirs[i], l) == 0 && (path[l] == '\0' || path[l] == '/'))
+            return true;
+    }
+    return false;
 }
 
 struct mount_args {
@@ -352,13 +402,13 @@ static int detach_fd(const struct rv_broker_ctx *ctx, int fd)
 }
 
 static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
-                    const struct caller *c, struct mount_args *a, const char **why)
+                    struct caller *c, struct mount_args *a, const char **why)
 {
     struct rv_mount_flags fl;
     struct rv_fuse_opts o;
     struct rv_broker_mount m;
     char subtype[RV_FUSE_SUBTYPE_MAX];
-    cleanup_close int fuse_fd = -1, target = -1, fs = -1, mnt = -1;
+    char fstype[256];
     struct statx sx;
     struct stat st;
     bool shared;
@@ -391,35 +441,40 @@ static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_not
         strcpy(subtype, o.subtype);
     }
     /* The caller's own descriptor, which must be /dev/fuse. */
-    fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
-    if (fuse_fd < 0)
+    c->fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
+    if (c->fuse_fd < 0)
         REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
-    if (fstat(fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+    if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
         st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
         REFUSE("fd= is not /dev/fuse", -EINVAL);
     if ((r = enter(c)) < 0)
         REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
-    if ((target = resolve(a->target, false)) < 0)
-        REFUSE("target", target);
+    if ((r = resolve(a->target, false)) < 0)
+        REFUSE("target", r);
+    c->target = r;
     /* the type from the inode as cached: a FUSE daemon is not asked */
-    if (statx(target, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
+    if (statx(c->target, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
         REFUSE("target", -errno);
     if (!S_ISDIR(sx.stx_mode) && !S_ISREG(sx.stx_mode))
         REFUSE("target is neither a directory nor a regular file", -EPERM);
     if (S_ISDIR(sx.stx_mode) != ((o.rootmode & S_IFMT) == S_IFDIR))
         REFUSE("rootmode does not match the target", -ENOTDIR);
-    if ((r = mount_of(target, &m, NULL)) < 0 || (r = is_shared(ctx, m.mnt_id, &shared)) < 0)
+    if ((r = mount_of(c->target, &m, NULL)) < 0 ||
+        (r = target_mount(ctx, m.mnt_id, fstype, sizeof(fstype), &shared)) < 0)
         REFUSE("target's mount unknown", r);
     if (shared)
         REFUSE("target is on a shared mount (it would propagate out)", -EPERM);
-    if ((fs = fuse_context(a, &o, subtype, &fl, fuse_fd)) < 0)
-        REFUSE("fsconfig", fs);
-    if ((mnt = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, fl.attrs)) < 0)
+    if (forbidden_place(ctx, c->target, fstype))
+        REFUSE("target is /, in /proc, /sys or /dev, or on a kernel file system", -EPERM);
+    if ((r = fuse_context(a, &o, subtype, &fl, c->fuse_fd)) < 0)
+        REFUSE("fsconfig", r);
+    c->fs = r;
+    if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl.attrs)) < 0)
         REFUSE("fsmount", -errno);
-    if (rv_move_mount(mnt, "", target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
         REFUSE("move_mount", -errno);
-    if (mount_of(mnt, &m, NULL) < 0) {
-        detach_fd(ctx, mnt);
+    if (mount_of(c->mnt, &m, NULL) < 0) {
+        detach_fd(ctx, c->mnt);
         REFUSE("mount id of the new mount", -EPERM);
     }
     /* Recorded before the caller hears of it: its umount cannot come first. */
@@ -427,10 +482,13 @@ static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_not
     if (answer(ctx, n->id, 0) < 0) {
         /* The caller is gone (killed, or interrupted and restarting): no one
          * knows of this mount; take it away. */
-        if (detach_fd(ctx, mnt) == 0)
+        if (detach_fd(ctx, c->mnt) == 0)
             emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
         REFUSE("mounted, but the caller was gone: detached again", GONE);
     }
+    /* Our fd on the mount would make the caller's next umount EBUSY. */
+    close(c->mnt);
+    c->mnt = -1;
     REFUSE("mounted", ANSWERED);
 }
 
@@ -480,11 +538,10 @@ static int umount_by_name(const struct rv_broker_ctx *ctx, int *target,
 }
 
 static int do_umount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
-                     enum rv_broker_call call, const struct caller *c, struct mount_args *a,
+                     enum rv_broker_call call, struct caller *c, struct mount_args *a,
                      const char **why)
 {
     uint64_t flags = call == RV_CALL_UMOUNT2 ? n->data.args[1] : 0;
-    cleanup_close int target = -1;
     struct rv_broker_mount m;
     bool root;
     int r;
@@ -495,18 +552,19 @@ static int do_umount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_no
         REFUSE("target unreadable", r);
     if ((r = enter(c)) < 0)
         REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
-    if ((target = resolve(a->target, flags & UMOUNT_NOFOLLOW)) < 0)
-        REFUSE("target", target);
-    if ((r = mount_of(target, &m, &root)) < 0)
+    if ((r = resolve(a->target, flags & UMOUNT_NOFOLLOW)) < 0)
+        REFUSE("target", r);
+    c->target = r;
+    if ((r = mount_of(c->target, &m, &root)) < 0)
         REFUSE("target's mount unknown", -EPERM);
     if (!root)
         REFUSE("not a mount point", -EINVAL);
     if (!ours(ctx, &m))
         REFUSE("not a FUSE mount this broker made", -EPERM);
     if (flags & MNT_DETACH)
-        r = detach_fd(ctx, target);
+        r = detach_fd(ctx, c->target);
     else
-        r = umount_by_name(ctx, &target, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
+        r = umount_by_name(ctx, &c->target, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
     if (r < 0)
         REFUSE("umount", r);
     emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
@@ -526,13 +584,14 @@ static void printable(char *dst, size_t size, const char *src)
 void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                       enum rv_broker_call call)
 {
-    static struct mount_args a;   /* 16 KiB: not on the stack */
+    struct mount_args a;
     struct caller c;
     const char *why = "";
     char what[360], fstype[64], target[200];
     int pre, r;
 
-    memset(&a, 0, sizeof(a));
+    a.fstype[0] = a.source[0] = a.target[0] = a.data[0] = '\0';
+    a.has_source = false;
     if (caller_open(ctx, n, &c, &pre) < 0) {
         caller_close(&c);
         emit(ctx, RV_EV_DONE, NULL, GONE, "caller gone before its arguments were read");
@@ -546,7 +605,6 @@ void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_n
     } else {
         r = do_umount(ctx, n, call, &c, &a, &why);
     }
-    caller_close(&c);
     if (r == ANSWERED)
         r = 0;
     else if (r <= 0 && answer(ctx, n->id, r) < 0)
@@ -557,4 +615,5 @@ void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_n
              call == RV_CALL_MOUNT ? "mount" : call == RV_CALL_UMOUNT ? "umount" : "umount2",
              *fstype ? " " : "", fstype, target, (int)n->pid, why);
     emit(ctx, RV_EV_DONE, NULL, r, what);
+    caller_close(&c);
 }

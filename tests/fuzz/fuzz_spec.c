@@ -65,7 +65,7 @@ static void prefix(json_t *a, json_t *b, const char *where)
 static int edit_dump(const char *text, size_t len, char **out, size_t *outlen, json_t **orig,
                      struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { &cfg, &host, false };
+    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host };
     struct rv_edit_result res;
     struct rv_spec spec;
     int r = -1;

@@ -15,7 +15,7 @@ static char *edit(const char *text, struct rv_error *err)
 {
     static char *out;
     struct rv_spec spec;
-    struct rv_edit_ctx ctx = { &cfg, &host, false };
+    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host };
     struct rv_edit_result res;
     size_t len;
 
