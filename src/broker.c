@@ -440,7 +440,9 @@ static int loop(void)
                 return 0;
         }
         n = 0;
-        pfd[n++] = (struct pollfd){ .fd = B.results[0], .events = POLLIN };
+        /* not the results pipe: records are read at every wake (a child's are
+         * all in before its exit wakes us), so a request costs two wakes */
+        pfd[n++] = (struct pollfd){ .fd = -1 };
         pfd[n++] = (struct pollfd){ .fd = B.n_conns < MAX_CONNS ? B.listen_fd : -1, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = B.runtime_gone ? -1 : B.runtime_pidfd, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = B.init_gone ? -1 : B.init_pidfd, .events = POLLIN };
@@ -474,8 +476,7 @@ static int loop(void)
             continue;
         }
         /* results first: a mount is recorded before its caller can ask to undo it */
-        if (pfd[0].revents)
-            drain_results();
+        drain_results();
         if (pfd[2].revents)
             B.runtime_gone = true;
         if (pfd[3].revents)
@@ -546,8 +547,10 @@ int rv_broker_main(int argc, char **argv)
         unlink(B.socket);
         return 1;
     }
-    /* children block on a full pipe rather than lose a record; the loop never blocks */
+    /* children block on a full pipe rather than lose a record; the loop never
+     * blocks; room for every record MAX_KIDS children can write */
     fcntl(B.results[1], F_SETFL, 0);
+    fcntl(B.results[1], F_SETPIPE_SZ, (int)(4 * MAX_KIDS * sizeof(struct rv_broker_result)));
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
     rv_log(RV_INFO, "fuse broker: listening on %s", B.socket);
     rc = loop();
