@@ -62,10 +62,11 @@ static pid_t socket_pid(const char *name)
     return (pid_t)pid;
 }
 
-/* A live broker: this binary run as RV_BROKER_NAME (argv[0]). */
-static bool pid_is_broker(pid_t pid)
+/* A live broker (this binary run as RV_BROKER_NAME) and, if id is given,
+ * one serving that container (its --id). */
+static bool pid_is_broker(pid_t pid, const char *id)
 {
-    char p[64], cmd[64];
+    char p[64], cmd[1024];
     const char *base;
     cleanup_close int fd = -1;
     ssize_t n;
@@ -76,28 +77,26 @@ static bool pid_is_broker(pid_t pid)
         return false;
     cmd[n] = '\0';
     base = strrchr(cmd, '/');
-    return strcmp(base ? base + 1 : cmd, RV_BROKER_NAME) == 0;
+    if (strcmp(base ? base + 1 : cmd, RV_BROKER_NAME) != 0)
+        return false;
+    for (const char *a = cmd; id && a < cmd + n; a += strlen(a) + 1)
+        if (strcmp(a, "--id") == 0)
+            return a + 5 < cmd + n && strcmp(a + 5, id) == 0;
+    return !id;
 }
 
 bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path)
 {
     char dir[PATH_MAX];
-    size_t dl, il = strlen(id);
+    size_t dl;
     pid_t pid;
 
     if (rv_snprintf(dir, sizeof(dir), "%s/%s/", cfg->state_dir, RV_BROKER_DIR) < 0)
         return false;
     dl = strlen(dir);
-    if (strncmp(path, dir, dl) != 0 || strncmp(path + dl, id, il) != 0 || path[dl + il] != '.' ||
-        strchr(path + dl, '/'))
+    if (strncmp(path, dir, dl) != 0 || strchr(path + dl, '/') || !(pid = socket_pid(path + dl)))
         return false;
-    pid = socket_pid(path + dl);
-    /* the name is <id>.<pid>.sock exactly */
-    char want[PATH_MAX];
-    if (!pid || rv_snprintf(want, sizeof(want), "%s%s.%d.sock", dir, id, (int)pid) < 0 ||
-        strcmp(want, path) != 0)
-        return false;
-    return pid_is_broker(pid);
+    return pid_is_broker(pid, id);
 }
 
 int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale)
@@ -113,7 +112,7 @@ int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale
     while ((de = readdir(d))) {
         pid_t pid = socket_pid(de->d_name);
         if (pid)
-            (*(pid_is_broker(pid) ? live : stale))++;
+            (*(pid_is_broker(pid, NULL) ? live : stale))++;
     }
     closedir(d);
     return 0;
@@ -159,8 +158,8 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
                          pid_t shim, int pipe_w)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char path[sizeof(sa.sun_path)], level[8];
-    int dfd, sock, rt, null, hi;
+    char path[sizeof(sa.sun_path)], level[8], suffix[32];
+    int dfd, sock, rt, null, hi, room;
     sigset_t all;
 
     rt = rv_pidfd_open(shim, 0);
@@ -171,11 +170,16 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd >= 0)
         sweep(dfd);
-    if (rv_snprintf(path, sizeof(path), "%s/%s.%d.sock", dir, id, (int)getpid()) < 0) {
-        say(pipe_w, "E socket path `%s/%s.%d.sock` is longer than %zu bytes: shorten state_dir\n",
-            dir, id, (int)getpid(), sizeof(path) - 1);
+    /* <id>.<pid>.sock; the pid makes it unique among live brokers, the id (cut
+     * to what fits in a socket address) tells people whose it is */
+    snprintf(suffix, sizeof(suffix), ".%d.sock", (int)getpid());
+    room = (int)sizeof(path) - 1 - (int)strlen(dir) - 1 - (int)strlen(suffix);
+    if (room < 8) {
+        say(pipe_w, "E state_dir `%s` is too long for a socket address (%zu bytes at most)\n",
+            cfg->state_dir, sizeof(path) - 1);
         _exit(1);
     }
+    snprintf(path, sizeof(path), "%s/%.*s%s", dir, room < 32 ? room : 32, id, suffix);
     strcpy(sa.sun_path, path);
     sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     /* a name with our pid can only be a leftover of a dead broker */

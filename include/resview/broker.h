@@ -21,8 +21,8 @@
 #define RV_BROKER_READY_TIMEOUT_MS 5000
 
 /* Shim side. Start the broker for container `id` and wait until it listens;
- * path gets its socket (<state_dir>/fuse/<id>.<broker pid>.sock, a name no
- * other broker uses). The broker watches this process (which then becomes the
+ * path gets its socket (<state_dir>/fuse/<id>.<broker pid>.sock, the id cut
+ * to 32 bytes or what fits a socket address: a name no other broker uses). The broker watches this process (which then becomes the
  * next runtime) and exits if the runtime never connects. */
 int rv_broker_spawn(const struct rv_config *cfg, const char *id, char *path, size_t size,
                     struct rv_error *err);

@@ -3,13 +3,11 @@
 #define RESVIEW_EDIT_H
 
 #include "resview/envvars.h"
+#include "resview/fuse.h"
 #include "resview/limits.h"
 
 #define RV_ANN_LXCFS "resview.io/lxcfs"
 #define RV_ANN_ENV "resview.io/env"
-#define RV_ANN_FUSE "resview.io/fuse"
-
-struct rv_fuse_runtime;
 
 struct rv_edit_ctx {
     const struct rv_config *cfg;

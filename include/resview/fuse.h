@@ -6,8 +6,10 @@
 #ifndef RESVIEW_FUSE_H
 #define RESVIEW_FUSE_H
 
-#include "resview/edit.h"
+#include "resview/config.h"
+#include "resview/json.h"
 
+#define RV_ANN_FUSE "resview.io/fuse"
 #define RV_FUSE_MAJOR 10
 #define RV_FUSE_MINOR 229
 /* The shim invoked under this name (a symlink the operator installs and
