@@ -1,50 +1,58 @@
-/* broker.c - the FUSE broker's event loop (broker.h).
+/* broker.c - the FUSE broker of one container (broker.h): a supervisor and
+ * a worker, both this binary run as RV_BROKER_NAME.
  *
- * One process, one thread, one poll loop over:
+ * The supervisor, one thread, one poll loop over:
  *   - the listening socket: the runtime connects and sends the container's
  *     state (JSON: listenerMetadata, state.id, state.pid) with the seccomp
  *     notify fd of a process (runc: init and every exec, during create and
  *     exec; crun: connects before it forks and sends at start when
- *     noNewPrivileges is set);
- *   - each notify fd: a notification is handed to a forked child
- *     (broker_req.c), which needs a single-threaded process for setns and can
- *     be left behind if a tenant's file system blocks it; at most
- *     MAX_CHILDREN at a time, and an umount that must see whether its mount
- *     is busy (no MNT_DETACH) runs alone;
- *   - the children's results (one pipe) and their pidfds;
+ *     noNewPrivileges is set); it keeps a copy of each and hands it to the
+ *     worker;
+ *   - the worker's records (the FUSE mounts it made) and its pidfd;
  *   - pidfds of the runtime (the process that started us, which became the
  *     next runtime) and of the container's init.
- * It exits when the container is gone: every notify fd hung up (the kernel
- * reports POLLHUP when a filter has no tasks left), init dead, no connection
- * waiting for a payload; or, if nothing ever connected, soon after the runtime
- * exited (a create that failed). A broker that is killed leaves the
- * container's mounts working; its later mount/umount calls get ENOSYS from
- * the kernel. */
+ * The worker polls the notify fds and answers each notification itself
+ * (broker_req.c: setns into the caller's mount namespace needs a
+ * single-threaded process; it goes back to its own afterwards). A request
+ * costs no fork: on this kind of VM a fork costs milliseconds, a wakeup
+ * microseconds. A worker that stays inside one request for STUCK_MS (a
+ * tenant's file system that does not answer, memory that a tenant's
+ * userfaultfd holds) is replaced, not waited for: the supervisor marks it
+ * retired and starts another one, which takes over every notify fd and the
+ * list of mounts; the retired one exits once its request returns. Only that
+ * caller waits on the blocked file system, as it would on the kernel.
+ *
+ * The supervisor exits when the container is gone: every notify fd hung up
+ * (the kernel reports POLLHUP when a filter has no tasks left), init dead,
+ * no connection waiting for a payload; or, if nothing ever connected, soon
+ * after the runtime exited (a create that failed). Workers die with it
+ * (parent-death signal). A killed broker leaves the container's mounts
+ * working; its later mount/umount calls get ENOSYS from the kernel. */
 #define _GNU_SOURCE
 #include "resview/broker.h"
 #include "resview/json.h"
 #include "resview/log.h"
-#include "resview/mountreq.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #define MAX_NOTIFY 1024          /* runc: one per exec'd process still alive */
 #define MAX_CONNS 16
-#define MAX_CHILDREN 16           /* requests being worked on */
-#define MAX_KIDS 64               /* ... and children that answered but have not exited yet */
-#define MAX_MOUNTS 65536
+#define MAX_WORKERS 8            /* the current one and those replaced but still blocked */
+#define STUCK_MS 2000
 #define PAYLOAD_MAX (4u << 20)   /* the runtime's state JSON (annotations included) */
 #define CONN_FDS 4
 #define NO_RUNTIME_GRACE_MS 1000
-#define LOG_REFUSALS 20          /* refusals logged one by one, then every 1000th */
 
 struct conn {
     int fd;
@@ -54,36 +62,37 @@ struct conn {
     int nfds;
 };
 
-struct child {
-    pid_t pid;
-    int pidfd, nfd;
-    uint64_t id;            /* the notification it answers */
-    bool exclusive;
-    bool done;              /* its answer is out (DONE record); it may still be exiting */
+/* Shared between the supervisor and the workers (MAP_SHARED). */
+struct slot {
+    atomic_llong busy_since;   /* ms (CLOCK_MONOTONIC) a request started; 0 idle */
+    atomic_int retired;
+    pid_t pid;                 /* 0: free */
 };
 
 static struct {
     const char *id, *socket;
     bool allow_other;
-    int listen_fd, runtime_pidfd, init_pidfd, hostproc;
+    int listen_fd, runtime_pidfd, init_pidfd, hostproc, home_mntns;
     pid_t init_pid;
     bool runtime_gone, init_gone, ever_connected;
     int notify[MAX_NOTIFY];
     int n_notify;
     struct conn conns[MAX_CONNS];
     int n_conns;
-    struct child kids[MAX_KIDS];
-    int n_kids, n_active;
-    bool exclusive_running;
-    bool has_deferred;
-    struct rv_seccomp_notif deferred;
-    int deferred_nfd;
-    enum rv_broker_call deferred_call;
-    int results[2];
-    struct rv_broker_mount *mounts;
-    size_t n_mounts;
-    unsigned long served, refused;
+    struct slot *slots;        /* MAX_WORKERS */
+    int worker;                /* slot of the current worker, -1: none */
+    int worker_ctl;            /* socket to the current worker: new notify fds */
+    int pidfds[MAX_WORKERS];
+    int records[2];
+    struct rv_mount_set mounts;   /* the supervisor's copy */
 } B;
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void conn_close(int i)
 {
@@ -108,6 +117,209 @@ static bool is_notify_fd(int fd)
     link[n] = '\0';
     return strcmp(link, "anon_inode:seccomp notify") == 0;
 }
+
+static int send_fd(int sock, int fd)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))], c = 'n';
+    struct iovec iov = { &c, 1 };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- worker */
+
+static struct {
+    int slot, ctl;
+    int notify[MAX_NOTIFY];
+    int n_notify;
+    struct rv_broker_ctx ctx;
+} W;
+
+static bool others_busy(void)
+{
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (i != W.slot && B.slots[i].pid && atomic_load(&B.slots[i].busy_since))
+            return true;
+    return false;
+}
+
+static void worker_take_fd(void)
+{
+    char cbuf[CMSG_SPACE(sizeof(int))], c;
+    struct iovec iov = { &c, 1 };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *cm;
+    ssize_t r = recvmsg(W.ctl, &msg, MSG_CMSG_CLOEXEC);
+
+    if (r <= 0)
+        _exit(0);   /* the supervisor is gone or retired us */
+    cm = CMSG_FIRSTHDR(&msg);
+    if (cm && cm->cmsg_type == SCM_RIGHTS && W.n_notify < MAX_NOTIFY)
+        memcpy(&W.notify[W.n_notify++], CMSG_DATA(cm), sizeof(int));
+}
+
+static void worker_serve(int nfd)
+{
+    struct rv_seccomp_notif n;
+    struct slot *me = &B.slots[W.slot];
+
+    memset(&n, 0, sizeof(n));
+    atomic_store(&me->busy_since, now_ms());
+    if (ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
+        W.ctx.notify_fd = nfd;
+        W.ctx.others_busy = others_busy();
+        if (rv_broker_handle(&W.ctx, &n) < 0)
+            _exit(1);   /* could not go home: the supervisor starts another worker */
+    }
+    /* else ENOENT: the caller was killed meanwhile */
+    atomic_store(&me->busy_since, 0);
+}
+
+static void worker_loop(void)
+{
+    struct pollfd pfd[1 + MAX_NOTIFY];
+
+    for (;;) {
+        if (atomic_load(&B.slots[W.slot].retired))
+            _exit(0);
+        pfd[0] = (struct pollfd){ .fd = W.ctl, .events = POLLIN };
+        for (int i = 0; i < W.n_notify; i++)
+            pfd[1 + i] = (struct pollfd){ .fd = W.notify[i], .events = POLLIN };
+        if (poll(pfd, (nfds_t)(1 + W.n_notify), -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(1);
+        }
+        if (pfd[0].revents)
+            worker_take_fd();
+        for (int i = W.n_notify - 1; i >= 0; i--) {
+            if (pfd[1 + i].revents & POLLIN)
+                worker_serve(W.notify[i]);
+            else if (pfd[1 + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                close(W.notify[i]);
+                W.notify[i] = W.notify[--W.n_notify];
+            }
+        }
+    }
+}
+
+/* Start a worker in a free slot with every notify fd and the mounts so far. */
+static void worker_start(void)
+{
+    int sp[2], slot = -1;
+    pid_t pid, sup = getpid();
+
+    for (int i = 0; i < MAX_WORKERS && slot < 0; i++)
+        if (!B.slots[i].pid)
+            slot = i;
+    if (slot < 0) {
+        rv_log(RV_WARN, "fuse broker: %d workers blocked in requests: no new one until one "
+               "returns", MAX_WORKERS);
+        return;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return;
+    atomic_store(&B.slots[slot].busy_since, 0);
+    atomic_store(&B.slots[slot].retired, 0);
+    pid = fork();
+    if (pid == 0) {
+        /* dies with the supervisor: a killed broker is gone as a whole */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != sup)
+            _exit(0);
+        close(sp[0]);
+        close(B.listen_fd);
+        close(B.runtime_pidfd);
+        if (B.init_pidfd >= 0)
+            close(B.init_pidfd);
+        close(B.records[0]);
+        for (int i = 0; i < B.n_conns; i++) {
+            close(B.conns[i].fd);
+            for (int k = 0; k < B.conns[i].nfds; k++)
+                close(B.conns[i].fds[k]);
+        }
+        for (int i = 0; i < MAX_WORKERS; i++)
+            if (B.pidfds[i] >= 0)
+                close(B.pidfds[i]);
+        if (B.worker_ctl >= 0)
+            close(B.worker_ctl);
+        W.slot = slot;
+        W.ctl = sp[1];
+        memcpy(W.notify, B.notify, sizeof(int) * (size_t)B.n_notify);
+        W.n_notify = B.n_notify;
+        W.ctx = (struct rv_broker_ctx){ .hostproc = B.hostproc, .home_mntns = B.home_mntns,
+                                        .allow_other = B.allow_other, .mounts = &B.mounts,
+                                        .record_fd = B.records[1] };
+        worker_loop();
+    }
+    close(sp[1]);
+    if (pid < 0) {
+        close(sp[0]);
+        return;
+    }
+    B.slots[slot].pid = pid;
+    B.pidfds[slot] = rv_pidfd_open(pid, 0);
+    if (B.worker_ctl >= 0)
+        close(B.worker_ctl);
+    B.worker_ctl = sp[0];
+    B.worker = slot;
+}
+
+/* The current worker has been inside one request too long: retire it (it
+ * exits when the request returns) and start another. */
+static void worker_check(void)
+{
+    long long since;
+
+    if (B.worker < 0 || !(since = atomic_load(&B.slots[B.worker].busy_since)) ||
+        now_ms() - since < STUCK_MS)
+        return;
+    rv_log(RV_WARN, "fuse broker: worker %d inside one request for %lld ms (a file system that "
+           "does not answer?): replaced", (int)B.slots[B.worker].pid, now_ms() - since);
+    atomic_store(&B.slots[B.worker].retired, 1);
+    close(B.worker_ctl);
+    B.worker_ctl = -1;
+    B.worker = -1;
+    worker_start();
+}
+
+static void worker_reap(int slot)
+{
+    waitpid(B.slots[slot].pid, NULL, WNOHANG);
+    close(B.pidfds[slot]);
+    B.pidfds[slot] = -1;
+    B.slots[slot].pid = 0;
+    if (slot == B.worker) {
+        /* died (it could not go home, or was killed): another takes over */
+        close(B.worker_ctl);
+        B.worker_ctl = -1;
+        B.worker = -1;
+        if (B.n_notify > 0)
+            worker_start();
+    }
+}
+
+static void drain_records(void)
+{
+    struct rv_broker_record r;
+
+    while (read(B.records[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+        if (r.event == RV_EV_MOUNTED)
+            rv_mount_set_add(&B.mounts, &r.mount);
+        else
+            rv_mount_set_remove(&B.mounts, &r.mount);
+    }
+}
+
+/* ------------------------------------------------------------ supervisor */
 
 /* A whole payload: check it names our container, keep its notify fd. */
 static void conn_payload(struct conn *c, json_t *st)
@@ -147,11 +359,13 @@ static void conn_payload(struct conn *c, json_t *st)
     }
     if (B.n_notify == MAX_NOTIFY) {
         rv_log(RV_WARN, "fuse broker: more than %d processes with their own filter: the newest "
-               "gets ENOSYS for mount", MAX_NOTIFY);
+               "waits for its mount calls", MAX_NOTIFY);
         return;
     }
     B.notify[B.n_notify++] = fd;
     c->fds[idx] = c->fds[--c->nfds];   /* kept: not closed with the connection */
+    if (B.worker < 0 || send_fd(B.worker_ctl, fd) < 0)
+        worker_start();
     rv_log(RV_DEBUG, "fuse broker: notify fd of pid %lld (init %d), %d in use",
            (long long)json_integer_value(json_object_get(st, "pid")), (int)B.init_pid, B.n_notify);
 }
@@ -235,202 +449,16 @@ static void accept_all(void)
     }
 }
 
-static void mounts_add(const struct rv_broker_mount *m)
-{
-    if (B.n_mounts % 256 == 0) {
-        struct rv_broker_mount *nm = realloc(B.mounts, (B.n_mounts + 256) * sizeof(*nm));
-        if (!nm)
-            return;
-        B.mounts = nm;
-    }
-    B.mounts[B.n_mounts++] = *m;
-}
-
-static void mounts_remove(const struct rv_broker_mount *m)
-{
-    for (size_t i = 0; i < B.n_mounts; i++)
-        if (B.mounts[i].mnt_id == m->mnt_id) {
-            B.mounts[i] = B.mounts[--B.n_mounts];
-            return;
-        }
-}
-
-static void answer_now(int nfd, const struct rv_seccomp_notif *n, int error, const char *what);
-
-/* A child's answer is out: the next request may start (an umount that runs
- * alone need not wait for it to finish exiting). */
-static void kid_done(pid_t pid)
-{
-    for (int i = 0; i < B.n_kids; i++)
-        if (B.kids[i].pid == pid && !B.kids[i].done) {
-            B.kids[i].done = true;
-            B.n_active--;
-            if (B.kids[i].exclusive)
-                B.exclusive_running = false;
-        }
-}
-
-static void reap(int i)
-{
-    struct child k = B.kids[i];
-
-    waitpid(k.pid, NULL, WNOHANG);
-    close(k.pidfd);
-    if (!k.done) {
-        /* died without a word (killed): the caller must not wait forever */
-        struct rv_seccomp_notif n = { .id = k.id };
-        kid_done(k.pid);
-        answer_now(k.nfd, &n, -EPERM, "request child died");
-    }
-    B.kids[i] = B.kids[--B.n_kids];
-}
-
-static void log_refusal(int error, const char *what)
-{
-    if (++B.refused <= LOG_REFUSALS || B.refused % 1000 == 0)
-        rv_log(RV_INFO, "fuse broker: refused (%s, %lu so far): %s", strerror(-error), B.refused,
-               what);
-}
-
-/* Refusals that need no look at the caller's memory (flags in registers). */
-static void answer_now(int nfd, const struct rv_seccomp_notif *n, int error, const char *what)
-{
-    struct rv_seccomp_notif_resp resp = { .id = n->id, .error = error };
-    char line[128];
-
-    if (ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0)
-        return;   /* the caller is gone */
-    snprintf(line, sizeof(line), "%s (tid %u)", what, n->pid);
-    log_refusal(error, line);
-}
-
-static void drain_results(void)
-{
-    struct rv_broker_result r;
-
-    while (read(B.results[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
-        r.what[sizeof(r.what) - 1] = '\0';
-        if (r.event == RV_EV_MOUNTED) {
-            mounts_add(&r.mount);
-        } else if (r.event == RV_EV_UNMOUNTED) {
-            mounts_remove(&r.mount);
-        } else {
-            kid_done(r.child);
-            if (r.error == 0 || r.error == 1) {
-                B.served++;
-                rv_log(RV_DEBUG, "fuse broker: %s", r.what);
-            } else {
-                log_refusal(r.error, r.what);
-            }
-        }
-    }
-}
-
-/* A request child keeps only what it needs: a child stuck on a tenant's file
- * system must not hold the listening socket or other processes' notify fds (a listener that stays open would make their mount
- * calls wait instead of failing with ENOSYS once the broker is gone). */
-static void child_close_others(int keep_nfd)
-{
-    close(B.listen_fd);
-    close(B.runtime_pidfd);
-    if (B.init_pidfd >= 0)
-        close(B.init_pidfd);
-    close(B.results[0]);
-    for (int i = 0; i < B.n_conns; i++) {
-        close(B.conns[i].fd);
-        for (int k = 0; k < B.conns[i].nfds; k++)
-            close(B.conns[i].fds[k]);
-    }
-    for (int i = 0; i < B.n_kids; i++)
-        close(B.kids[i].pidfd);
-    for (int i = 0; i < B.n_notify; i++)
-        if (B.notify[i] != keep_nfd)
-            close(B.notify[i]);
-}
-
-static void start_child(int nfd, const struct rv_seccomp_notif *n, enum rv_broker_call call,
-                        bool exclusive)
-{
-    struct rv_broker_ctx ctx = { nfd, B.hostproc, B.allow_other, B.mounts, B.n_mounts,
-                                 B.results[1] };
-    pid_t pid = fork();
-
-    if (pid == 0) {
-        child_close_others(nfd);
-        rv_broker_handle(&ctx, n, call);
-        _exit(0);
-    }
-    if (pid < 0) {
-        answer_now(nfd, n, -EAGAIN, "fork");
-        return;
-    }
-    B.kids[B.n_kids] = (struct child){ .pid = pid, .pidfd = rv_pidfd_open(pid, 0), .nfd = nfd,
-                                       .id = n->id, .exclusive = exclusive };
-    B.n_kids++;
-    B.n_active++;
-    B.exclusive_running = exclusive;
-}
-
-/* One notification: cheap refusals here, the rest in a child. */
-static void dispatch(int nfd)
-{
-    struct rv_seccomp_notif n;
-    enum rv_broker_call call;
-    bool exclusive;
-    int r;
-
-    memset(&n, 0, sizeof(n));
-    if (ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_RECV, &n) < 0)
-        return;   /* ENOENT: the caller was killed meanwhile */
-    call = rv_broker_call(n.data.arch, n.data.nr);
-    switch (call) {
-    case RV_CALL_MOUNT: {
-        struct rv_mount_flags fl;
-        if ((r = rv_mountreq_flags(n.data.args[3], &fl)) < 0)
-            return answer_now(nfd, &n, r, "mount: flags (bind, move, remount, propagation or unknown)");
-        exclusive = false;
-        break;
-    }
-    case RV_CALL_UMOUNT2:
-        if ((r = rv_mountreq_umount_flags(n.data.args[1])) < 0)
-            return answer_now(nfd, &n, r, "umount2: flags");
-        exclusive = !(n.data.args[1] & MNT_DETACH);
-        break;
-    case RV_CALL_UMOUNT:
-        exclusive = true;
-        break;
-    default:
-        return answer_now(nfd, &n, -ENOSYS, "unexpected system call");
-    }
-    if (exclusive && B.n_active > 0) {
-        B.has_deferred = true;
-        B.deferred = n;
-        B.deferred_nfd = nfd;
-        B.deferred_call = call;
-        return;
-    }
-    start_child(nfd, &n, call, exclusive);
-}
-
-static void notify_remove(int i)
-{
-    if (B.has_deferred && B.deferred_nfd == B.notify[i])
-        B.has_deferred = false;   /* its caller is gone with the filter */
-    close(B.notify[i]);
-    B.notify[i] = B.notify[--B.n_notify];
-}
-
 static bool container_gone(void)
 {
-    return B.runtime_gone && B.n_conns == 0 && B.n_notify == 0 && !B.has_deferred &&
+    return B.runtime_gone && B.n_conns == 0 && B.n_notify == 0 &&
            (B.init_pidfd < 0 || B.init_gone);
 }
 
 static int loop(void)
 {
-    struct pollfd pfd[4 + MAX_CONNS + MAX_KIDS + MAX_NOTIFY];
-    int conn_at, kid_at, notify_at, n, timeout;
-    bool may_dispatch;
+    struct pollfd pfd[4 + MAX_CONNS + MAX_WORKERS + MAX_NOTIFY];
+    int conn_at, worker_at, notify_at, n, timeout;
 
     for (;;) {
         if (container_gone()) {
@@ -440,25 +468,24 @@ static int loop(void)
                 return 0;
         }
         n = 0;
-        /* not the results pipe: records are read at every wake (a child's are
-         * all in before its exit wakes us), so a request costs two wakes */
-        pfd[n++] = (struct pollfd){ .fd = -1 };
+        pfd[n++] = (struct pollfd){ .fd = B.records[0], .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = B.n_conns < MAX_CONNS ? B.listen_fd : -1, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = B.runtime_gone ? -1 : B.runtime_pidfd, .events = POLLIN };
         pfd[n++] = (struct pollfd){ .fd = B.init_gone ? -1 : B.init_pidfd, .events = POLLIN };
         conn_at = n;
         for (int i = 0; i < B.n_conns; i++)
             pfd[n++] = (struct pollfd){ .fd = B.conns[i].fd, .events = POLLIN };
-        kid_at = n;
-        for (int i = 0; i < B.n_kids; i++)
-            pfd[n++] = (struct pollfd){ .fd = B.kids[i].pidfd, .events = POLLIN };
+        worker_at = n;
+        for (int i = 0; i < MAX_WORKERS; i++)
+            pfd[n++] = (struct pollfd){ .fd = B.pidfds[i], .events = POLLIN };
+        /* only hangups: the worker answers */
         notify_at = n;
-        may_dispatch = !B.exclusive_running && !B.has_deferred && B.n_active < MAX_CHILDREN &&
-                       B.n_kids < MAX_KIDS;
         for (int i = 0; i < B.n_notify; i++)
-            pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = may_dispatch ? POLLIN : 0 };
+            pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = 0 };
         /* nothing ever connected and the runtime is gone: a failed create */
-        timeout = B.runtime_gone && !B.ever_connected ? NO_RUNTIME_GRACE_MS : -1;
+        timeout = B.runtime_gone && !B.ever_connected ? NO_RUNTIME_GRACE_MS
+                  : B.worker >= 0                      ? STUCK_MS / 2
+                                                       : -1;
         int r = poll(pfd, (nfds_t)n, timeout);
         if (r < 0 && errno == EINTR)
             continue;
@@ -466,37 +493,28 @@ static int loop(void)
             rv_log(RV_ERROR, "fuse broker: poll: %s", strerror(errno));
             return 1;
         }
-        if (r == 0) {
+        if (r == 0 && B.runtime_gone && !B.ever_connected) {
             accept_all();
             if (!B.ever_connected) {
                 rv_log(RV_INFO, "fuse broker: the runtime exited without connecting (create "
                        "failed?): exiting");
                 return 0;
             }
-            continue;
         }
-        /* results first: a mount is recorded before its caller can ask to undo it */
-        drain_results();
+        drain_records();
+        worker_check();
         if (pfd[2].revents)
             B.runtime_gone = true;
         if (pfd[3].revents)
             B.init_gone = true;
-        for (int i = B.n_kids - 1; i >= 0; i--)
-            if (pfd[kid_at + i].revents)
-                reap(i);
-        drain_results();
-        for (int i = B.n_notify - 1; i >= 0; i--) {
-            short ev = pfd[notify_at + i].revents;
-            if ((ev & POLLIN) && !B.has_deferred && !B.exclusive_running &&
-                B.n_active < MAX_CHILDREN && B.n_kids < MAX_KIDS)
-                dispatch(B.notify[i]);
-            else if (ev & (POLLHUP | POLLERR | POLLNVAL))
-                notify_remove(i);
-        }
-        if (B.has_deferred && B.n_active == 0 && B.n_kids < MAX_KIDS) {
-            B.has_deferred = false;
-            start_child(B.deferred_nfd, &B.deferred, B.deferred_call, true);
-        }
+        for (int i = 0; i < MAX_WORKERS; i++)
+            if (pfd[worker_at + i].revents)
+                worker_reap(i);
+        for (int i = B.n_notify - 1; i >= 0; i--)
+            if (pfd[notify_at + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                close(B.notify[i]);
+                B.notify[i] = B.notify[--B.n_notify];
+            }
         for (int i = B.n_conns - 1; i >= 0; i--)
             if (pfd[conn_at + i].revents && conn_read(&B.conns[i]))
                 conn_close(i);
@@ -540,23 +558,27 @@ int rv_broker_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     B.listen_fd = RV_BROKER_LISTEN_FD;
     B.runtime_pidfd = RV_BROKER_RUNTIME_FD;
-    B.init_pidfd = -1;
+    B.init_pidfd = B.worker_ctl = B.worker = -1;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        B.pidfds[i] = -1;
     B.hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (B.hostproc < 0 || pipe2(B.results, O_CLOEXEC | O_NONBLOCK) < 0) {
+    B.home_mntns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    B.slots = mmap(NULL, sizeof(struct slot) * MAX_WORKERS, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (B.hostproc < 0 || B.home_mntns < 0 || B.slots == MAP_FAILED ||
+        pipe2(B.records, O_CLOEXEC | O_NONBLOCK) < 0) {
         rv_log(RV_ERROR, "fuse broker: %s", strerror(errno));
         unlink(B.socket);
         return 1;
     }
-    /* children block on a full pipe rather than lose a record; the loop never
-     * blocks; room for every record MAX_KIDS children can write */
-    fcntl(B.results[1], F_SETFL, 0);
-    fcntl(B.results[1], F_SETPIPE_SZ, (int)(4 * MAX_KIDS * sizeof(struct rv_broker_result)));
+    /* the worker blocks on a full pipe rather than lose a record; we never block */
+    fcntl(B.records[1], F_SETFL, 0);
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
     rv_log(RV_INFO, "fuse broker: listening on %s", B.socket);
     rc = loop();
     /* our own socket name: no other broker uses it */
     unlink(B.socket);
-    rv_log(RV_INFO, "fuse broker: container gone, exiting (%lu calls served, %lu refused, %d "
-           "requests still running)", B.served, B.refused, B.n_active);
+    rv_log(RV_INFO, "fuse broker: container gone, exiting (%zu FUSE mounts of its own were left)",
+           B.mounts.n);
     return rc;
 }

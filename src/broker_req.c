@@ -1,5 +1,6 @@
 /* broker_req.c - one mount(2)/umount(2)/umount2(2) notification of a FUSE
- * container, handled in a forked child of the broker (broker.h).
+ * container, handled by the broker's worker (broker.h), which goes back to
+ * its own mount namespace afterwards.
  *
  * Order of work, which is what makes it safe:
  *  1. open handles on the calling thread (pidfd, /proc/TID/{mem,status,ns/mnt,
@@ -21,6 +22,7 @@
 #define _GNU_SOURCE
 #include "resview/broker.h"
 #include "resview/fuse.h"
+#include "resview/log.h"
 #include "resview/mountreq.h"
 
 #include <errno.h>
@@ -47,6 +49,7 @@
  * it can take the mount away again if the caller is gone), or is impossible. */
 #define ANSWERED 2
 #define GONE 1
+#define LOG_REFUSALS 20   /* refusals logged one by one, then every 1000th */
 
 enum rv_broker_call rv_broker_call(uint32_t arch, int nr)
 {
@@ -73,6 +76,37 @@ enum rv_broker_call rv_broker_call(uint32_t arch, int nr)
     seen[next % 8].nr = nr;
     seen[next++ % 8].c = c;
     return c;
+}
+
+void rv_mount_set_add(struct rv_mount_set *s, const struct rv_broker_mount *m)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        struct rv_broker_mount *nm = realloc(s->m, cap * sizeof(*nm));
+        if (!nm)
+            return;   /* not recorded: its umount will be refused */
+        s->m = nm;
+        s->cap = cap;
+    }
+    s->m[s->n++] = *m;
+}
+
+void rv_mount_set_remove(struct rv_mount_set *s, const struct rv_broker_mount *m)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->m[i].mnt_id == m->mnt_id) {
+            s->m[i] = s->m[--s->n];
+            return;
+        }
+}
+
+bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount *m)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->m[i].mnt_id == m->mnt_id && s->m[i].dev_major == m->dev_major &&
+            s->m[i].dev_minor == m->dev_minor)
+            return true;
+    return false;
 }
 
 /* Handles on the calling thread, and the descriptors the work opens: all
@@ -112,7 +146,7 @@ static int read_at(int dirfd, const char *path, char *buf, size_t size)
 }
 
 /* 0, or -1 when the caller is already gone (no answer possible). */
-static int caller_open(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+static int caller_open(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                        struct caller *c, int *answer)
 {
     char p[64], status[4096];
@@ -178,26 +212,21 @@ static int read_string(int mem, uint64_t addr, char *buf, size_t max, int too_lo
     return too_long;
 }
 
-static void emit(const struct rv_broker_ctx *ctx, enum rv_broker_event ev,
-                 const struct rv_broker_mount *m, int error, const char *what)
+/* The worker's list changes; the supervisor's copy follows (one atomic write). */
+static void record(struct rv_broker_ctx *ctx, enum rv_broker_event ev, const struct rv_broker_mount *m)
 {
-    struct rv_broker_result r;
+    struct rv_broker_record r = { ev, *m };
 
-    memset(&r, 0, sizeof(r));
-    r.child = getpid();
-    r.event = ev;
-    if (m)
-        r.mount = *m;
-    r.error = error;
-    if (what)
-        snprintf(r.what, sizeof(r.what), "%s", what);
-    /* smaller than PIPE_BUF: one atomic write */
-    if (write(ctx->result_fd, &r, sizeof(r)) < 0) {
-        /* the loop is gone: nothing to tell */
+    if (ev == RV_EV_MOUNTED)
+        rv_mount_set_add(ctx->mounts, m);
+    else
+        rv_mount_set_remove(ctx->mounts, m);
+    if (write(ctx->record_fd, &r, sizeof(r)) < 0) {
+        /* the supervisor is gone; we follow it soon (parent-death signal) */
     }
 }
 
-static int answer(const struct rv_broker_ctx *ctx, uint64_t id, int error)
+static int answer(struct rv_broker_ctx *ctx, uint64_t id, int error)
 {
     struct rv_seccomp_notif_resp resp = { .id = id, .val = 0, .error = error, .flags = 0 };
     return ioctl(ctx->notify_fd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp);
@@ -258,7 +287,7 @@ static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
 /* The mount holding the target, from the caller's mountinfo: its type and
  * whether it propagates to peers (shared). A container's mount table is
  * small: a page or two on the stack first. */
-static int target_mount(const struct rv_broker_ctx *ctx, int mnt_id, char *fstype, size_t size,
+static int target_mount(struct rv_broker_ctx *ctx, int mnt_id, char *fstype, size_t size,
                         bool *shared)
 {
     cleanup_close int fd = openat(ctx->hostproc, "thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -299,7 +328,7 @@ static int target_mount(const struct rv_broker_ctx *ctx, int mnt_id, char *fstyp
  * `exec` into the container (the procfs-overmount attacks on runc) or hide
  * what the runtime masked. The path is the target's as seen from the
  * caller's root (we are chrooted there). */
-static bool forbidden_place(const struct rv_broker_ctx *ctx, int fd, const char *fstype)
+static bool forbidden_place(struct rv_broker_ctx *ctx, int fd, const char *fstype)
 {
     static const char *const kernel_fs[] = {
         "proc", "sysfs", "devpts", "devtmpfs", "mqueue", "cgroup", "cgroup2", "securityfs",
@@ -391,7 +420,7 @@ static int fuse_context(const struct mount_args *a, const struct rv_fuse_opts *o
 
 /* Lazily detach the mount fd points at (through /proc/thread-self/fd/N of the
  * broker's /proc, so exactly that mount, whatever its path says now). */
-static int detach_fd(const struct rv_broker_ctx *ctx, int fd)
+static int detach_fd(struct rv_broker_ctx *ctx, int fd)
 {
     char p[64];
 
@@ -401,7 +430,7 @@ static int detach_fd(const struct rv_broker_ctx *ctx, int fd)
     return 0;
 }
 
-static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                     struct caller *c, struct mount_args *a, const char **why)
 {
     struct rv_mount_flags fl;
@@ -477,35 +506,22 @@ static int do_mount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_not
         detach_fd(ctx, c->mnt);
         REFUSE("mount id of the new mount", -EPERM);
     }
-    /* Recorded before the caller hears of it: its umount cannot come first. */
-    emit(ctx, RV_EV_MOUNTED, &m, 0, NULL);
     if (answer(ctx, n->id, 0) < 0) {
         /* The caller is gone (killed, or interrupted and restarting): no one
          * knows of this mount; take it away. */
-        if (detach_fd(ctx, c->mnt) == 0)
-            emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
+        detach_fd(ctx, c->mnt);
         REFUSE("mounted, but the caller was gone: detached again", GONE);
     }
-    /* Our fd on the mount would make the caller's next umount EBUSY. */
-    close(c->mnt);
-    c->mnt = -1;
+    record(ctx, RV_EV_MOUNTED, &m);
     REFUSE("mounted", ANSWERED);
-}
-
-static bool ours(const struct rv_broker_ctx *ctx, const struct rv_broker_mount *m)
-{
-    for (size_t i = 0; i < ctx->n_mounts; i++)
-        if (ctx->mounts[i].mnt_id == m->mnt_id && ctx->mounts[i].dev_major == m->dev_major &&
-            ctx->mounts[i].dev_minor == m->dev_minor)
-            return true;
-    return false;
 }
 
 /* umount2 without MNT_DETACH must see whether the mount is busy, which our
  * own fd on it would make it: unmount by name from its (held) parent
- * directory instead. The loop runs such requests alone, and mount points
- * cannot be renamed, so the name still holds this mount. */
-static int umount_by_name(const struct rv_broker_ctx *ctx, int *target,
+ * directory instead. Requests run one at a time (a replaced worker still
+ * inside one makes this EBUSY), and mount points cannot be renamed, so the
+ * name still holds this mount. */
+static int umount_by_name(struct rv_broker_ctx *ctx, int *target,
                           const struct rv_broker_mount *m, int flags)
 {
     char p[64], path[PATH_MAX + 1];
@@ -537,7 +553,7 @@ static int umount_by_name(const struct rv_broker_ctx *ctx, int *target,
     return 0;
 }
 
-static int do_umount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                      enum rv_broker_call call, struct caller *c, struct mount_args *a,
                      const char **why)
 {
@@ -559,15 +575,17 @@ static int do_umount(const struct rv_broker_ctx *ctx, const struct rv_seccomp_no
         REFUSE("target's mount unknown", -EPERM);
     if (!root)
         REFUSE("not a mount point", -EINVAL);
-    if (!ours(ctx, &m))
+    if (!rv_mount_set_has(ctx->mounts, &m))
         REFUSE("not a FUSE mount this broker made", -EPERM);
     if (flags & MNT_DETACH)
         r = detach_fd(ctx, c->target);
+    else if (ctx->others_busy)
+        REFUSE("another request of this container is blocked; umount -l works", -EBUSY);
     else
         r = umount_by_name(ctx, &c->target, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
     if (r < 0)
         REFUSE("umount", r);
-    emit(ctx, RV_EV_UNMOUNTED, &m, 0, NULL);
+    record(ctx, RV_EV_UNMOUNTED, &m);
     REFUSE("unmounted", 0);
 }
 
@@ -581,21 +599,54 @@ static void printable(char *dst, size_t size, const char *src)
     dst[i] = '\0';
 }
 
-void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
-                      enum rv_broker_call call)
+static const char *call_name(enum rv_broker_call call)
 {
+    return call == RV_CALL_MOUNT ? "mount" : call == RV_CALL_UMOUNT ? "umount" : "umount2";
+}
+
+/* Served calls at debug level; refusals one by one at first, then every 1000th. */
+static void log_result(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                       enum rv_broker_call call, const struct mount_args *a, int r, const char *why)
+{
+    char fstype[64], target[200];
+
+    if (r == 0 || r == GONE) {
+        ctx->served++;
+        printable(fstype, sizeof(fstype), a->fstype);
+        printable(target, sizeof(target), a->target);
+        rv_log(RV_DEBUG, "fuse broker: %s%s%s `%s` (tid %u): %s", call_name(call),
+               *fstype ? " " : "", fstype, target, n->pid, why);
+        return;
+    }
+    if (++ctx->refused > LOG_REFUSALS && ctx->refused % 1000 != 0)
+        return;
+    printable(fstype, sizeof(fstype), a->fstype);
+    printable(target, sizeof(target), a->target);
+    rv_log(RV_INFO, "fuse broker: refused (%s, %lu so far): %s%s%s `%s` (tid %u): %s",
+           strerror(-r), ctx->refused, call == RV_CALL_OTHER ? "system call" : call_name(call),
+           *fstype ? " " : "", fstype, target, n->pid, why);
+}
+
+int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n)
+{
+    enum rv_broker_call call = rv_broker_call(n->data.arch, n->data.nr);
     struct mount_args a;
     struct caller c;
     const char *why = "";
-    char what[360], fstype[64], target[200];
     int pre, r;
 
     a.fstype[0] = a.source[0] = a.target[0] = a.data[0] = '\0';
     a.has_source = false;
+    if (call == RV_CALL_OTHER) {
+        r = -ENOSYS;
+        why = "not a call the broker answers";
+        answer(ctx, n->id, r);
+        log_result(ctx, n, call, &a, r, why);
+        return 0;
+    }
     if (caller_open(ctx, n, &c, &pre) < 0) {
         caller_close(&c);
-        emit(ctx, RV_EV_DONE, NULL, GONE, "caller gone before its arguments were read");
-        return;
+        return 0;   /* gone before its arguments were read */
     }
     if (pre < 0) {
         r = pre;
@@ -609,11 +660,8 @@ void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_n
         r = 0;
     else if (r <= 0 && answer(ctx, n->id, r) < 0)
         r = GONE;
-    printable(fstype, sizeof(fstype), a.fstype);
-    printable(target, sizeof(target), a.target);
-    snprintf(what, sizeof(what), "%s%s%s `%s` (tid %d): %s",
-             call == RV_CALL_MOUNT ? "mount" : call == RV_CALL_UMOUNT ? "umount" : "umount2",
-             *fstype ? " " : "", fstype, target, (int)n->pid, why);
-    emit(ctx, RV_EV_DONE, NULL, r, what);
     caller_close(&c);
+    log_result(ctx, n, call, &a, r, why);
+    /* back home: the mount namespace (which also resets root and cwd) */
+    return setns(ctx->home_mntns, CLONE_NEWNS) < 0 ? -1 : 0;
 }

@@ -38,7 +38,7 @@ bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *p
 /* Live brokers and stale sockets under <state_dir>/fuse (doctor). */
 int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale);
 
-/* --- between the broker's loop and its request children (broker_req.c) --- */
+/* --- between the broker's supervisor and its worker (broker_req.c) --- */
 
 enum rv_broker_call { RV_CALL_OTHER = 0, RV_CALL_MOUNT, RV_CALL_UMOUNT, RV_CALL_UMOUNT2 };
 /* Which call a notification is, from its architecture and number. */
@@ -49,31 +49,39 @@ struct rv_broker_mount {
     int mnt_id;
     unsigned dev_major, dev_minor;
 };
+/* The FUSE mounts this broker made: the worker's list, and the supervisor's
+ * copy that a replacement worker starts from. */
+struct rv_mount_set {
+    struct rv_broker_mount *m;
+    size_t n, cap;
+};
+void rv_mount_set_add(struct rv_mount_set *s, const struct rv_broker_mount *m);
+void rv_mount_set_remove(struct rv_mount_set *s, const struct rv_broker_mount *m);
+bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount *m);
+
+/* What the worker tells the supervisor, one atomic write each. */
+enum rv_broker_event { RV_EV_MOUNTED = 1, RV_EV_UNMOUNTED };
+struct rv_broker_record {
+    enum rv_broker_event event;
+    struct rv_broker_mount mount;
+};
 
 struct rv_broker_ctx {
-    int notify_fd;
+    int notify_fd;            /* the filter the notification came from */
     int hostproc;             /* O_PATH of the broker's /proc */
+    int home_mntns;           /* the broker's own mount namespace, to go back to */
     bool allow_other;         /* fuse.allow_other when the container started */
-    const struct rv_broker_mount *mounts;
-    size_t n_mounts;
-    int result_fd;            /* the loop's pipe: struct rv_broker_result records */
+    bool others_busy;         /* a replaced worker is still inside a request */
+    struct rv_mount_set *mounts;
+    int record_fd;            /* records to the supervisor */
+    unsigned long served, refused;
 };
 
-enum rv_broker_event { RV_EV_DONE = 0, RV_EV_MOUNTED, RV_EV_UNMOUNTED };
-struct rv_broker_result {
-    pid_t child;
-    enum rv_broker_event event;
-    struct rv_broker_mount mount;   /* MOUNTED, UNMOUNTED */
-    int error;                      /* DONE: the answer, 0 or -errno; 1: no answer (gone) */
-    char what[360];                 /* DONE: "mount fuse.sshfs on `/mnt/x`: file system type" */
-};
-
-/* Handle one notification: read the caller's arguments through handles
- * opened before NOTIF_ID_VALID, decide, mount or unmount inside the caller's
- * mount namespace, answer. Writes MOUNTED/UNMOUNTED/DONE records to
- * ctx->result_fd. Changes the calling process (setns, chroot): run it in a
- * forked child. */
-void rv_broker_handle(const struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
-                      enum rv_broker_call call);
+/* Handle one notification in the calling (single-threaded) process: read the
+ * caller's arguments through handles opened before NOTIF_ID_VALID, decide,
+ * mount or unmount inside the caller's mount namespace, answer, log, and go
+ * back to the broker's own mount namespace. -1 when that last step failed:
+ * the process must not handle another request. */
+int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n);
 
 #endif

@@ -11,7 +11,7 @@
 # 10,000 mounts in a loop (no leak in the broker), 50 containers mounting at
 # once, the broker killed (existing mounts keep working, new calls ENOSYS,
 # other containers unaffected), and resview replaced on disk while a FUSE
-# container runs (it keeps its broker).
+# container runs (it keeps its broker; a killed worker is replaced).
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/fuse/lib.sh"
 
@@ -37,7 +37,10 @@ add_ctl() { # DIR: the host's $T/ctl as /ctl in the container
     jq --arg c "$T/ctl" '.mounts += [{destination: "/ctl", type: "bind", source: $c, options: ["rbind", "rw"]}]' \
         "$1/config.json" >"$1/c.new" && mv "$1/c.new" "$1/config.json"
 }
-broker_of() { pgrep -f "resview-fuse-broker --id $1 "; }
+# The broker of a container: its supervisor (the oldest) and its worker.
+broker_of() { pgrep -o -f "resview-fuse-broker --id $1 "; }
+broker_fds() { local p n=0; for p in $(pgrep -f "resview-fuse-broker --id $1 "); do n=$((n + $(ls "/proc/$p/fd" | wc -l))); done; echo $n; }
+broker_rss() { local p n=0; for p in $(pgrep -f "resview-fuse-broker --id $1 "); do n=$((n + $(awk '/VmRSS/ {print $2}' "/proc/$p/status"))); done; echo $n; }
 wait_file() { local i; for i in $(seq 1 300); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
 
 HOSTILE='awk "{print \$5}" /proc/self/mountinfo | sort >/tmp/before
@@ -108,14 +111,13 @@ fuse-probe loop /mnt/fuse 10000; touch /ctl/done; while [ ! -e /ctl/end ]; do sl
 add_ctl "$b"
 run_shim runc "loop-$$" "$b" >"$T/loop.out" 2>&1 &
 wait_file "$T/ctl/warm"
-bp=$(broker_of "loop-$$")
-fds0=$(ls "/proc/$bp/fd" | wc -l); rss0=$(awk '/VmRSS/ {print $2}' "/proc/$bp/status")
+fds0=$(broker_fds "loop-$$"); rss0=$(broker_rss "loop-$$")
 touch "$T/ctl/go"
 for _ in $(seq 1 3000); do [ -e "$T/ctl/done" ] && break; sleep 0.2; done
-fds1=$(ls "/proc/$bp/fd" | wc -l); rss1=$(awk '/VmRSS/ {print $2}' "/proc/$bp/status")
+fds1=$(broker_fds "loop-$$"); rss1=$(broker_rss "loop-$$")
 touch "$T/ctl/end"; wait
 t_contains "10,000 mount+umount pairs in a loop: every one succeeded" "$(cat "$T/loop.out")" "loop 10000 ok 10000"
-t_eq "10,000 mounts: the broker holds as many descriptors as before" "$fds1" "$fds0"
+t_eq "10,000 mounts: the broker (supervisor and worker) holds as many descriptors as before" "$fds1" "$fds0"
 t_ok "10,000 mounts: the broker's RSS grew by less than 1 MiB ($rss0 -> $rss1 KiB)" test "$(( rss1 - rss0 ))" -lt 1024
 echo "# $(grep loop-time "$T/loop.out")"
 
@@ -159,6 +161,8 @@ kill -9 "$kp"
 # resview upgraded on disk: a new file under the same name
 rm "$T/v1/resview-runtime" && cp "$RUNTIME" "$T/v1/resview-runtime"
 up_exe=$(readlink "/proc/$up/exe")
+# its worker killed alone: the supervisor starts another (from its own memory)
+kill -9 "$(pgrep -n -f "resview-fuse-broker --id up-$$ ")"
 other=$(make_bundle "$T/b-other" 'fuse-probe mount /mnt/fuse'; RUNTIME=$T/v1/resview-runtime run_shim runc "other-$$" "$T/b-other" 2>&1)
 touch "$T/ctl/go" "$T/ctl/up-go"
 wait
@@ -172,5 +176,6 @@ t_ok "broker killed: the next broker removed the dead one's socket" test ! -e "$
 t_contains "resview replaced on disk: the running container's broker (old binary) still serves it" \
     "$(cat "$T/up.out")" "umount ok"
 t_eq "resview replaced on disk: that broker runs the old, deleted file" "$up_exe" "$T/v1/resview-runtime (deleted)"
-t_eq "resview replaced on disk: the running container mounted again through it" "$(grep -c '^mount ok' "$T/up.out")" "2"
+t_eq "resview replaced on disk, its worker killed: the running container mounted again through it" \
+    "$(grep -c '^mount ok' "$T/up.out")" "2"
 t_eq "no broker of this test is left" "$(pgrep -fc "resview-fuse-broker .*$T/")" "0"
