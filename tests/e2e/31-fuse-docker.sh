@@ -3,7 +3,8 @@
 # directories), with docker's own default seccomp profile as docker resolves
 # it for the container. docker 20.10 passes no annotations, so the operator
 # registers the FUSE runtime name: `docker run --runtime resview-fuse` mounts
-# a real FUSE file system with docker's capabilities and nothing more, and
+# real FUSE file systems (bindfs; sshfs and s3fs against servers this test
+# starts on loopback) with docker's capabilities and nothing more, and
 # everything docker's profile denied stays denied; `docker exec` into it
 # mounts too (runc hands the broker one notify fd per exec). The image's
 # own RESVIEW_FUSE=1 is refused. Also: without the request; with
@@ -32,7 +33,9 @@ jq -n --arg rt "$RUNTIME" --arg f "$T/bin/resview-runtime-fuse" '{"log-level": "
     runtimes: {resview: {path: $rt}, "resview-fuse": {path: $f}}}' >"$T/daemon.json"
 ctd_start || exit 1
 dockerd_start "$T/daemon.json" || exit 1
-fuse_rootfs "$T/fuse-rootfs"
+sshd_start || exit 1
+s3rver_start || exit 1
+fuse_clients_rootfs "$T/fuse-rootfs"
 tar -C "$T/fuse-rootfs" -cf "$T/fuse.tar" .
 dk import "$T/fuse.tar" rvtest:fuse >/dev/null || { echo "not ok - docker import"; exit 1; }
 
@@ -59,6 +62,12 @@ out=$(dk exec "$cid" /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /
 t_contains "docker exec into a FUSE container: bindfs mounts, reads" "$out" "hello through fuse"
 t_contains "docker exec into a FUSE container: and unmounts" "$out" "exec umount ok"
 dk rm -f "$cid" >/dev/null
+
+# Two more clients, on the host network: sshfs and s3fs against servers on loopback.
+for c in sshfs s3fs; do
+    out=$(runf --network host rvtest:fuse /bin/sh -c "$(client_script "$c" "/mnt/$c")" 2>&1)
+    check_client "docker --runtime resview-fuse, $c" "$c" "$out"
+done
 
 # The image's own RESVIEW_FUSE=1 is not the operator's word: refused, saying how to ask.
 out=$(run -e RESVIEW_FUSE=1 rvtest:fuse /bin/sh -c "$SCRIPT" 2>&1)

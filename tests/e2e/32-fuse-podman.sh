@@ -2,7 +2,8 @@
 # FUSE through podman (Debian's podman, private storage) with
 # `--annotation resview.io/fuse=true`, podman's own default seccomp profile
 # (containers-common, resolved by podman for the container), runc and crun
-# underneath: a real FUSE mount with podman's capabilities and nothing more,
+# underneath: real FUSE mounts (bindfs; rclone; s3fs against an S3 server this
+# test starts on loopback) with podman's capabilities and nothing more,
 # and everything podman's profile denied stays denied. Podman's profile
 # differs from docker's: its default action is ENOSYS (errnoRet 38), and it
 # allows mount, keyctl, setns and unshare for every container (the kernel's
@@ -32,7 +33,9 @@ run() {
     pm run --rm --network none --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --cap-add MKNOD "$@"
 }
-fuse_rootfs "$T/fuse-rootfs"
+s3rver_start || exit 1
+mkdir -p "$T/ssh" && ssh-keygen -q -t ed25519 -N '' -f "$T/ssh/id"   # the rootfs carries a key
+fuse_clients_rootfs "$T/fuse-rootfs"
 tar -C "$T/fuse-rootfs" -cf "$T/fuse.tar" .
 pm import "$T/fuse.tar" localhost/rvtest:fuse >/dev/null || { echo "not ok - podman import"; exit 1; }
 
@@ -77,6 +80,14 @@ for next in runc crun; do
 done
 t_contains "podman: the shim edited podman's profile (log)" \
     "$(cat "$T/resview.log" 2>/dev/null)" "mount calls to the broker (engine profile)"
+
+# Two more clients: rclone mount, and s3fs against an S3 server on loopback (host network).
+for c in rclone s3fs; do
+    out=$(pm run --rm --network host --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --annotation resview.io/fuse=true \
+        localhost/rvtest:fuse /bin/sh -c "$(client_script "$c" "/mnt/$c")" 2>&1)
+    check_client "podman --annotation, $c" "$c" "$out"
+done
 
 # podman exec: the exec'd process's own notify fd reaches the broker.
 pm run -d --name "fx-$$" --network none --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
