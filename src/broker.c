@@ -575,6 +575,14 @@ int rv_broker_main(int argc, char **argv)
     fcntl(B.records[1], F_SETFL, 0);
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
     rv_log(RV_INFO, "fuse broker: listening on %s", B.socket);
+    {
+        /* sockets of brokers killed earlier: off the container's start path */
+        char dir[PATH_MAX], *slash;
+        if (rv_snprintf(dir, sizeof(dir), "%s", B.socket) >= 0 && (slash = strrchr(dir, '/'))) {
+            *slash = '\0';
+            rv_broker_sweep(dir);
+        }
+    }
     rc = loop();
     /* our own socket name: no other broker uses it */
     unlink(B.socket);

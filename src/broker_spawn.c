@@ -14,6 +14,8 @@
  * what it is. */
 #define _GNU_SOURCE
 #include "resview/broker.h"
+#include "resview/log.h"
+#include "resview/state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -85,6 +87,24 @@ static bool pid_is_broker(pid_t pid, const char *id)
     return !id;
 }
 
+/* A socket a broker listens on: the broker named by its pid, or (a broker
+ * started again for exec sessions binds the old name) one that accepts. */
+static bool socket_live(int dfd, const char *name, pid_t pid, const char *id)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char p[64];
+    cleanup_close int s = -1;
+
+    if (pid && pid_is_broker(pid, id))
+        return true;
+    /* connect through /proc/self/fd/DFD/NAME: short, whatever the directory */
+    if (rv_snprintf(p, sizeof(p), "/proc/self/fd/%d/", dfd) < 0 ||
+        rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s", p, name) < 0)
+        return false;
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    return s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+}
+
 bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path)
 {
     char dir[PATH_MAX];
@@ -96,46 +116,74 @@ bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *p
     dl = strlen(dir);
     if (strncmp(path, dir, dl) != 0 || strchr(path + dl, '/') || !(pid = socket_pid(path + dl)))
         return false;
-    return pid_is_broker(pid, id);
+    dir[dl - 1] = '\0';
+    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return dfd >= 0 && socket_live(dfd, path + dl, pid, id);
 }
 
-int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale)
+/* Count the sockets in dir; with unlink_stale, remove those of brokers that
+ * were killed (a broker removes its own at exit). */
+static int scan(const char *dir, bool unlink_stale, unsigned *live, unsigned *stale)
 {
-    char dir[PATH_MAX];
     struct dirent *de;
+    int dfd;
     DIR *d;
 
     *live = *stale = 0;
-    if (rv_snprintf(dir, sizeof(dir), "%s/%s", cfg->state_dir, RV_BROKER_DIR) < 0 ||
-        !(d = opendir(dir)))
+    if (!(d = opendir(dir)))
         return -1;
+    dfd = dirfd(d);
     while ((de = readdir(d))) {
         pid_t pid = socket_pid(de->d_name);
-        if (pid)
-            (*(pid_is_broker(pid, NULL) ? live : stale))++;
+        if (!pid)
+            continue;
+        if (socket_live(dfd, de->d_name, pid, NULL)) {
+            (*live)++;
+        } else {
+            (*stale)++;
+            if (unlink_stale)
+                unlinkat(dfd, de->d_name, 0);
+        }
     }
     closedir(d);
     return 0;
 }
 
-/* Sockets of brokers that were killed (a broker removes its own at exit). */
-static void sweep(int dfd)
+int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale)
 {
-    int fd = dup(dfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    struct dirent *de;
+    char dir[PATH_MAX];
 
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    while ((de = readdir(d))) {
-        pid_t pid = socket_pid(de->d_name);
-        if (pid && kill(pid, 0) < 0 && errno == ESRCH)
-            unlinkat(dfd, de->d_name, 0);
-    }
-    closedir(d);
+    if (rv_snprintf(dir, sizeof(dir), "%s/%s", cfg->state_dir, RV_BROKER_DIR) < 0)
+        return -1;
+    return scan(dir, false, live, stale);
+}
+
+void rv_broker_sweep(const char *dir)
+{
+    unsigned live, stale;
+    scan(dir, true, &live, &stale);
+}
+
+int rv_broker_revive(const struct rv_config *cfg, const char *id, struct rv_error *err)
+{
+    cleanup_json json_t *rec = NULL;
+    char path[PATH_MAX];
+    const char *sock;
+
+    if (!id || !rv_safe_name(id))
+        return 0;
+    if (rv_state_read(cfg, id, RV_BROKER_RECORD, &rec, err) < 0)
+        return errno == ENOENT ? 0 : -1;
+    sock = json_string_value(json_object_get(rec, "socket"));
+    if (!sock)
+        return rv_fail(err, 0, "FUSE record: no socket");
+    if (rv_broker_serves(cfg, id, sock))
+        return 0;
+    if (rv_broker_spawn(cfg, id, sock, path, sizeof(path), err) < 0)
+        return -1;
+    rv_log(RV_WARN, "fuse: the container's broker was gone: another one started on %s for this "
+           "exec (earlier processes' mount calls still get ENOSYS)", sock);
+    return 0;
 }
 
 static void say(int fd, const char *fmt, ...) RV_PRINTF(2, 3);
@@ -155,11 +203,11 @@ static void say(int fd, const char *fmt, ...)
 
 /* In B. Never returns. */
 static void broker_child(const struct rv_config *cfg, const char *id, const char *dir,
-                         pid_t shim, int pipe_w)
+                         const char *want, pid_t shim, int pipe_w)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     char path[sizeof(sa.sun_path)], level[8], suffix[32];
-    int dfd, sock, rt, null, hi, room;
+    int sock, rt, null, hi, room;
     sigset_t all;
 
     rt = rv_pidfd_open(shim, 0);
@@ -167,22 +215,27 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
         say(pipe_w, "E pidfd_open: %s\n", strerror(errno));
         _exit(1);
     }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dfd >= 0)
-        sweep(dfd);
     /* <id>.<pid>.sock; the pid makes it unique among live brokers, the id (cut
-     * to what fits in a socket address) tells people whose it is */
+     * to what fits in a socket address) tells people whose it is. A broker
+     * started again for exec sessions takes the name the container knows. */
     snprintf(suffix, sizeof(suffix), ".%d.sock", (int)getpid());
     room = (int)sizeof(path) - 1 - (int)strlen(dir) - 1 - (int)strlen(suffix);
-    if (room < 8) {
+    if (want) {
+        if (rv_snprintf(path, sizeof(path), "%s", want) < 0) {
+            say(pipe_w, "E socket path `%s` too long\n", want);
+            _exit(1);
+        }
+    } else if (room < 8) {
         say(pipe_w, "E state_dir `%s` is too long for a socket address (%zu bytes at most)\n",
             cfg->state_dir, sizeof(path) - 1);
         _exit(1);
+    } else {
+        snprintf(path, sizeof(path), "%s/%.*s%s", dir, room < 32 ? room : 32, id, suffix);
     }
-    snprintf(path, sizeof(path), "%s/%.*s%s", dir, room < 32 ? room : 32, id, suffix);
     strcpy(sa.sun_path, path);
     sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    /* a name with our pid can only be a leftover of a dead broker */
+    /* a name with our pid can only be a leftover of a dead broker; the old
+     * name of a container's broker that was killed is free too */
     unlink(path);
     if (sock < 0 || bind(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(sock, 64) < 0) {
         say(pipe_w, "E socket `%s`: %s\n", path, strerror(errno));
@@ -223,8 +276,8 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
     _exit(1);
 }
 
-int rv_broker_spawn(const struct rv_config *cfg, const char *id, char *path, size_t size,
-                    struct rv_error *err)
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want, char *path,
+                    size_t size, struct rv_error *err)
 {
     char dir[PATH_MAX], msg[PATH_MAX + 512];
     size_t have = 0;
@@ -252,7 +305,7 @@ int rv_broker_spawn(const struct rv_config *cfg, const char *id, char *path, siz
         pid_t b = fork();
         if (b != 0)
             _exit(b < 0 ? 1 : 0);
-        broker_child(cfg, id, dir, shim, p[1]);
+        broker_child(cfg, id, dir, want, shim, p[1]);
     }
     close(p[1]);
     while (waitpid(a, &st, 0) < 0 && errno == EINTR) {

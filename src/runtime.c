@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/runtime.h"
 #include "resview/args.h"
+#include "resview/broker.h"
 #include "resview/chain.h"
 #include "resview/fuse.h"
 #include "resview/log.h"
@@ -55,6 +56,8 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
+        if (rv_broker_revive(&cfg, a.id, &err) < 0)
+            rv_log(RV_WARN, "exec: FUSE broker not started again: %s", err.msg);
     } else if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_safe_name(a.id)) {
         /* The container goes away: so do its records (the variables for exec
          * sessions, the views for repair). */

@@ -46,8 +46,15 @@ static int start_broker(const struct rv_config *cfg, const struct rv_args *a, js
         return rv_fail(err, 0, "FUSE: no container id on the command line");
     if (chain && *chain && old && rv_broker_serves(cfg, a->id, old))
         return rv_fuse_set_listener(root, old, a->id, err);
-    if (rv_broker_spawn(cfg, a->id, path, sizeof(path), err) < 0)
+    if (rv_broker_spawn(cfg, a->id, NULL, path, sizeof(path), err) < 0)
         return -1;
+    {
+        /* for exec sessions, should this broker be killed (rv_broker_revive) */
+        cleanup_json json_t *rec = json_pack("{s:s}", "socket", path);
+        struct rv_error e2;
+        if (!rec || rv_state_write(cfg, a->id, RV_BROKER_RECORD, rec, &e2) < 0)
+            rv_log(RV_WARN, "fuse: broker socket not recorded: %s", rec ? e2.msg : "no memory");
+    }
     return rv_fuse_set_listener(root, path, a->id, err);
 }
 

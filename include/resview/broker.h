@@ -16,16 +16,28 @@
 
 #define RV_BROKER_NAME "resview-fuse-broker"   /* argv[0] of a broker: ps shows it */
 #define RV_BROKER_DIR "fuse"                   /* under state_dir, mode 0700 */
+#define RV_BROKER_RECORD "fuse"                /* <state_dir>/containers/<id>/fuse: {"socket"} */
 #define RV_BROKER_LISTEN_FD 3                  /* fds a broker starts with */
 #define RV_BROKER_RUNTIME_FD 4
 #define RV_BROKER_READY_TIMEOUT_MS 5000
 
 /* Shim side. Start the broker for container `id` and wait until it listens;
- * path gets its socket (<state_dir>/fuse/<id>.<broker pid>.sock, the id cut
- * to 32 bytes or what fits a socket address: a name no other broker uses). The broker watches this process (which then becomes the
- * next runtime) and exits if the runtime never connects. */
-int rv_broker_spawn(const struct rv_config *cfg, const char *id, char *path, size_t size,
-                    struct rv_error *err);
+ * path gets its socket: `want` if given (the name a container whose broker
+ * was killed still knows), else <state_dir>/fuse/<id>.<broker pid>.sock,
+ * the id cut to 32 bytes or what fits a socket address: a name no other
+ * broker uses. The broker watches this process (which then becomes the next
+ * runtime) and exits if the runtime never connects. */
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want, char *path,
+                    size_t size, struct rv_error *err);
+
+/* exec into a FUSE container whose broker is gone (killed): start another
+ * on the socket its spec names, so the exec (whose runtime must hand over
+ * the new process's notify fd) works and can mount. Nothing for containers
+ * without a FUSE record. */
+int rv_broker_revive(const struct rv_config *cfg, const char *id, struct rv_error *err);
+
+/* Remove the sockets of brokers that were killed from dir (<state_dir>/fuse). */
+void rv_broker_sweep(const char *dir);
 
 /* Broker mode: resview-runtime run as RV_BROKER_NAME (rv_broker_spawn does
  * that). Returns the exit code. */

@@ -164,6 +164,12 @@ up_exe=$(readlink "/proc/$up/exe")
 # its worker killed alone: the supervisor starts another (from its own memory)
 kill -9 "$(pgrep -n -f "resview-fuse-broker --id up-$$ ")"
 other=$(make_bundle "$T/b-other" 'fuse-probe mount /mnt/fuse'; RUNTIME=$T/v1/resview-runtime run_shim runc "other-$$" "$T/b-other" 2>&1)
+t_ok "broker killed: the next broker to start removed the dead one's socket" test ! -e "$ksock"
+# an exec into the container whose broker was killed: runc must hand the new
+# process's notify fd to someone; the shim starts another broker on the same socket
+ex=$(cd "$b" && RESVIEW_CONFIG=$T/config.json.runc "$T/v1/resview-runtime" --root "$T/runc-root" exec "kill-$$" \
+    /bin/sh -c 'mkdir -p /mnt/x && fuse-probe mount /mnt/x && umount /mnt/x && echo "exec umount ok"' 2>&1)
+t_ok "broker killed, then an exec: the socket name the container knows is served again" test -S "$ksock"
 touch "$T/ctl/go" "$T/ctl/up-go"
 wait
 out=$(cat "$T/kill.out")
@@ -172,7 +178,9 @@ t_contains "broker killed: a new mount call gets ENOSYS" "$out" "mount ENOSYS"
 t_contains "broker killed: umount gets ENOSYS too" "$out" "Function not implemented"
 t_contains "broker killed: the mount stays" "$out" "still mounted 1"
 t_contains "broker killed: another container (its own broker) mounts" "$other" "mount ok"
-t_ok "broker killed: the next broker removed the dead one's socket" test ! -e "$ksock"
+t_contains "broker killed: an exec into that container works, and mounts through a new broker" "$ex" "mount ok"
+t_contains "broker killed: ... and unmounts" "$ex" "exec umount ok"
+t_contains "broker killed: the new broker is logged" "$(cat "$T/resview.log")" "the container's broker was gone: another one started on $ksock"
 t_contains "resview replaced on disk: the running container's broker (old binary) still serves it" \
     "$(cat "$T/up.out")" "umount ok"
 t_eq "resview replaced on disk: that broker runs the old, deleted file" "$up_exe" "$T/v1/resview-runtime (deleted)"
