@@ -110,9 +110,8 @@ bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount
 }
 
 /* Handles on the calling thread, and the descriptors the work opens: all
- * closed only after the loop has heard the answer (closing a namespace or a
- * /dev/fuse file can take milliseconds, and an umount that runs alone waits
- * for this request to be done). */
+ * closed after the answer (closing a namespace or a /dev/fuse file can take
+ * milliseconds that the caller need not wait for). */
 struct caller {
     pid_t tid;
     int pidfd, mem, mntns, userns, root, cwd;
@@ -149,7 +148,7 @@ static int read_at(int dirfd, const char *path, char *buf, size_t size)
 static int caller_open(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                        struct caller *c, int *answer)
 {
-    char p[64], status[4096];
+    char p[64], status[4096] = "";
     const char *tg;
     int tgid;
 
