@@ -268,11 +268,11 @@ static int resolve(const char *target, bool nofollow)
  * daemon (mask 0 and AT_STATX_DONT_SYNC: FUSE answers from the inode). */
 static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
 {
-    struct statx sx;
+    struct rv_statx sx;
 
-    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) < 0)
+    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, 0, &sx) < 0)
         return -errno;
-    if (!(sx.stx_mask & STATX_MNT_ID))
+    if (!(sx.stx_mask & RV_STATX_MNT_ID))
         return -ENOSYS;
     m->mnt_id = (int)sx.stx_mnt_id;
     m->dev_major = sx.stx_dev_major;
@@ -437,7 +437,7 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
     struct rv_broker_mount m;
     char subtype[RV_FUSE_SUBTYPE_MAX];
     char fstype[256];
-    struct statx sx;
+    struct rv_statx sx;
     struct stat st;
     bool shared;
     int r;
@@ -481,7 +481,7 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
         REFUSE("target", r);
     c->target = r;
     /* the type from the inode as cached: a FUSE daemon is not asked */
-    if (statx(c->target, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
+    if (rv_statx(c->target, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
         REFUSE("target", -errno);
     if (!S_ISDIR(sx.stx_mode) && !S_ISREG(sx.stx_mode))
         REFUSE("target is neither a directory nor a regular file", -EPERM);

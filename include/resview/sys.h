@@ -1,11 +1,11 @@
 /* sys.h - raw syscall(2) wrappers and constants for the system calls the
  * FUSE broker needs and that musl 1.2.3 (the static hot-path build) lacks:
- * pidfd_open, pidfd_getfd, the new mount API, openat2, close_range and the
- * seccomp user-notification ioctls. Names carry an rv_/RV_ prefix so that they
+ * pidfd_open, pidfd_getfd, the new mount API, openat2, close_range, statx
+ * and the seccomp user-notification ioctls. Names carry an rv_/RV_ prefix so that they
  * never clash with a libc's or the kernel headers' own. Syscall numbers of
  * these calls are the same on every architecture (they were added after the
  * numbering was unified in Linux 5.1), except alpha, which resview does not
- * support. */
+ * support; statx's (4.11) comes from <sys/syscall.h>. */
 #ifndef RESVIEW_SYS_H
 #define RESVIEW_SYS_H
 
@@ -56,8 +56,27 @@ struct rv_open_how {
 #define RV_RESOLVE_BENEATH 0x08u
 #define RV_RESOLVE_IN_ROOT 0x10u
 
-/* statx(2) attribute: the file is the root of a mount (Linux 5.8). */
-#define RV_STATX_ATTR_MOUNT_ROOT 0x2000u
+/* statx(2) (Linux 4.11; musl 1.2.3 has no wrapper): the kernel's layout. */
+struct rv_statx_timestamp {
+    int64_t tv_sec;
+    uint32_t tv_nsec;
+    int32_t reserved;
+};
+struct rv_statx {
+    uint32_t stx_mask, stx_blksize;
+    uint64_t stx_attributes;
+    uint32_t stx_nlink, stx_uid, stx_gid;
+    uint16_t stx_mode, spare0;
+    uint64_t stx_ino, stx_size, stx_blocks, stx_attributes_mask;
+    struct rv_statx_timestamp stx_atime, stx_btime, stx_ctime, stx_mtime;
+    uint32_t stx_rdev_major, stx_rdev_minor, stx_dev_major, stx_dev_minor;
+    uint64_t stx_mnt_id;
+    uint64_t spare[13];
+};
+#define RV_STATX_TYPE 0x1u
+#define RV_STATX_MNT_ID 0x1000u             /* Linux 5.8 */
+#define RV_STATX_ATTR_MOUNT_ROOT 0x2000u    /* the file is the root of a mount (5.8) */
+#define RV_AT_STATX_DONT_SYNC 0x4000
 
 /* seccomp user notification (Linux 5.0; the layout is the kernel ABI). */
 struct rv_seccomp_data {
@@ -111,6 +130,11 @@ static inline int rv_move_mount(int from_dfd, const char *from, int to_dfd, cons
 static inline int rv_openat2(int dirfd, const char *path, struct rv_open_how *how)
 {
     return (int)syscall(RV_NR_openat2, dirfd, path, how, sizeof(*how));
+}
+static inline int rv_statx(int dirfd, const char *path, int flags, unsigned mask,
+                           struct rv_statx *st)
+{
+    return (int)syscall(SYS_statx, dirfd, path, flags, mask, st);
 }
 static inline int rv_close_range(unsigned first, unsigned last, unsigned flags)
 {
