@@ -120,7 +120,7 @@ fi
 # 1. build dependencies
 if [ $deps = 1 ]; then
     need=""
-    for p in gcc make pkg-config libjansson-dev libseccomp-dev libcap-dev libmount-dev jq lxcfs; do
+    for p in gcc make pkg-config libjansson-dev libseccomp-dev libmount-dev musl-tools dpkg-dev gperf jq lxcfs; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need="$need $p"
     done
     if [ -n "$need" ]; then
@@ -130,7 +130,8 @@ if [ $deps = 1 ]; then
     fi
 fi
 
-# 2. build (static hot-path binaries: nodes differ in their libraries)
+# 2. build (static musl hot-path binaries: nodes differ in their libraries, and a
+#    musl exec costs a fraction of a glibc one)
 if [ $build = 1 ]; then
     run make -s BUILD="$BUILD" all static
 fi

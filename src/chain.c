@@ -7,14 +7,25 @@
 #include <stdio.h>
 #include <string.h>
 
+static int identity_of(const struct stat *st, char *out, size_t size)
+{
+    return rv_snprintf(out, size, "%jx:%jx", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino) < 0 ? -1 : 0;
+}
+
 static int identity(const char *path, char *out, size_t size)
 {
     struct stat st;
 
     if (stat(path, &st) < 0)
         return -1;
-    return rv_snprintf(out, size, "%jx:%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino) < 0 ? -1 : 0;
+    return identity_of(&st, out, size);
 }
+
+/* The runtime rv_chain_next found, for rv_chain_mark: no second stat. */
+static struct {
+    char path[PATH_MAX];
+    char id[64];
+} found;
 
 static bool visited(const char *id)
 {
@@ -31,25 +42,24 @@ static bool visited(const char *id)
     return false;
 }
 
-static bool executable(const char *path)
+static bool executable(const char *path, struct stat *st)
 {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+    return stat(path, st) == 0 && S_ISREG(st->st_mode) && access(path, X_OK) == 0;
 }
 
 /* Resolve name through PATH (or take it as a path if it has a slash). */
-static bool resolve(const char *name, char *out, size_t size)
+static bool resolve(const char *name, char *out, size_t size, struct stat *st)
 {
     const char *path = getenv("PATH");
 
     if (strchr(name, '/'))
-        return executable(name) && rv_snprintf(out, size, "%s", name) >= 0;
+        return executable(name, st) && rv_snprintf(out, size, "%s", name) >= 0;
     if (!path || !*path)
         path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (const char *p = path; *p;) {
         const char *end = strchr(p, ':');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len && rv_snprintf(out, size, "%.*s/%s", (int)len, p, name) >= 0 && executable(out))
+        if (len && rv_snprintf(out, size, "%.*s/%s", (int)len, p, name) >= 0 && executable(out, st))
             return true;
         p = end ? end + 1 : p + len;
     }
@@ -65,16 +75,19 @@ int rv_chain_next(const struct rv_config *cfg, char *out, size_t size, struct rv
         self[0] = '\0';
     for (int i = 0; i < cfg->n_runtimes; i++) {
         const char *why = NULL;
-        if (!resolve(cfg->runtimes[i], out, size))
-            why = "not found";
-        else if (identity(out, id, sizeof(id)) < 0)
+        struct stat st;
+        if (!resolve(cfg->runtimes[i], out, size, &st) || identity_of(&st, id, sizeof(id)) < 0)
             why = "not found";
         else if (strcmp(id, self) == 0)
             why = "is resview-runtime itself";
         else if (visited(id))
             why = "already called earlier in this chain";
-        if (!why)
+        if (!why) {
+            if (rv_snprintf(found.path, sizeof(found.path), "%s", out) < 0)
+                found.path[0] = '\0';
+            memcpy(found.id, id, sizeof(found.id));
             return 0;
+        }
         int n = snprintf(tried + t, sizeof(tried) - t, "%s%s (%s)", t ? ", " : "",
                          cfg->runtimes[i], why);
         if (n > 0 && (size_t)n < sizeof(tried) - t)
@@ -89,7 +102,9 @@ int rv_chain_mark(const char *path, struct rv_error *err)
     const char *old = getenv(RV_CHAIN_ENV);
     char id[64], buf[4096];
 
-    if (identity(path, id, sizeof(id)) < 0)
+    if (found.path[0] && strcmp(path, found.path) == 0)
+        memcpy(id, found.id, sizeof(id));
+    else if (identity(path, id, sizeof(id)) < 0)
         return rv_fail(err, errno, "stat `%s`", path);
     if (rv_snprintf(buf, sizeof(buf), "%s%s%s", old && *old ? old : "", old && *old ? "," : "", id) < 0)
         return rv_fail(err, E2BIG, "%s is too long: a runtime chain that loops?", RV_CHAIN_ENV);

@@ -2,12 +2,15 @@
 #define _GNU_SOURCE
 #include "resview/edit.h"
 #include "resview/fuse.h"
+#include "resview/hook.h"
 #include "resview/spec.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+/* resview-hook, whoever put it there: an earlier shim, a hooks.d file
+ * (podman, CRI-O), or a tenant's own spec pretending to be us. */
 static bool is_our_hook(json_t *h, const char *path)
 {
     const char *p = json_string_value(json_object_get(h, "path"));
@@ -17,45 +20,99 @@ static bool is_our_hook(json_t *h, const char *path)
         return false;
     base = strrchr(p, '/');
     base = base ? base + 1 : p;
-    /* also a hook added by a hooks.d file (podman, CRI-O) or an earlier shim */
     return strcmp(p, path) == 0 || strcmp(base, "resview-hook") == 0;
 }
 
-int rv_spec_add_hook(json_t *root, const struct rv_config *cfg, struct rv_error *err)
+/* Our entry, with what the hook needs handed over (hook.h): it reads no
+ * config.json then. */
+static json_t *hook_entry(json_t *root, const struct rv_config *cfg, struct rv_error *err)
 {
-    static const char *const stages[] = { "prestart", "createRuntime", "createContainer",
-                                          "startContainer", "poststart" };
-    json_t *hooks, *stage, *entry, *env = NULL;
     const char *config = getenv("RESVIEW_CONFIG");
+    const char *rootfs = json_string_value(rv_json_path(root, "root.path"));
+    json_t *entry, *args;
 
-    hooks = rv_json_object_at(root, "hooks", "config.json: hooks", err);
-    if (!hooks)
-        return -1;
-    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
-        json_t *arr = json_object_get(hooks, stages[s]), *h;
-        size_t i;
-        if (arr && !json_is_array(arr))
-            return rv_fail(err, 0, "config.json: hooks.%s: expected an array", stages[s]);
-        json_array_foreach(arr, i, h)
-            if (is_our_hook(h, cfg->hook_path))
-                return 0;
+    entry = json_pack("{s:s,s:[s],s:i}", "path", cfg->hook_path, "args", "resview-hook",
+                      "timeout", 10);
+    args = json_object_get(entry, "args");
+    if (!entry)
+        goto nomem;
+    /* without a usable root.path the hook reads the spec and says what is wrong */
+    if (rootfs && *rootfs) {
+        size_t n = strlen(RV_HOOK_ARG_ROOTFS) + strlen(rootfs) + 1;
+        cleanup_free char *arg = malloc(n);
+        if (!arg || rv_snprintf(arg, n, "%s%s", RV_HOOK_ARG_ROOTFS, rootfs) < 0 ||
+            json_array_append_new(args, json_string(arg)) < 0)
+            goto nomem;
     }
-    stage = rv_json_array_at(hooks, cfg->hook_stage, "config.json: hooks", err);
-    if (!stage)
-        return -1;
     /* Runtimes run hooks with the entry's env only: hand over our configuration. */
     if (cfg->from_env && config) {
         char kv[PATH_MAX + 32];
-        if (rv_snprintf(kv, sizeof(kv), "RESVIEW_CONFIG=%s", config) < 0)
-            return rv_fail(err, ENAMETOOLONG, "RESVIEW_CONFIG");
-        env = json_pack("[s]", kv);
+        if (rv_snprintf(kv, sizeof(kv), "RESVIEW_CONFIG=%s", config) < 0) {
+            json_decref(entry);
+            rv_fail(err, ENAMETOOLONG, "RESVIEW_CONFIG");
+            return NULL;
+        }
+        if (json_object_set_new(entry, "env", json_pack("[s]", kv)) < 0)
+            goto nomem;
     }
-    entry = json_pack("{s:s,s:[s],s:i}", "path", cfg->hook_path, "args", "resview-hook",
-                      "timeout", 10);
-    if (!entry || (env && json_object_set_new(entry, "env", env) < 0) ||
-        json_array_append_new(stage, entry) < 0)
-        return rv_fail(err, ENOMEM, "config.json: hooks");
+    return entry;
+nomem:
+    json_decref(entry);
+    rv_fail(err, ENOMEM, "config.json: hooks");
+    return NULL;
+}
+
+int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct rv_error *err)
+{
+    static const char *const stages[] = { "prestart", "createRuntime", "createContainer",
+                                          "startContainer", "poststart", "poststop" };
+    json_t *hooks = json_object_get(root, "hooks"), *entry = NULL, *ours;
+    bool placed = false;
+
+    if (hooks && !json_is_object(hooks))
+        return rv_fail(err, 0, "config.json: hooks: expected an object");
+    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
+        json_t *arr = json_object_get(hooks, stages[s]);
+        if (arr && !json_is_array(arr))
+            return rv_fail(err, 0, "config.json: hooks.%s: expected an array", stages[s]);
+    }
+    if (!on && !hooks)
+        return 0;
+    if (on && !(entry = hook_entry(root, cfg, err)))
+        return -1;
+    /* Every resview-hook entry goes: only the one written here is trusted with
+     * a handover. Ours takes the place of the first one in our stage, so that
+     * a second edit changes nothing. */
+    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++) {
+        json_t *arr = json_object_get(hooks, stages[s]);
+        bool ours_stage = strcmp(stages[s], cfg->hook_stage) == 0;
+        for (size_t i = 0; i < json_array_size(arr);) {
+            if (!is_our_hook(json_array_get(arr, i), cfg->hook_path)) {
+                i++;
+            } else if (entry && ours_stage && !placed) {
+                if (json_array_set(arr, i, entry) < 0)
+                    goto nomem;
+                placed = true;
+                i++;
+            } else {
+                json_array_remove(arr, i);
+            }
+        }
+    }
+    if (entry && !placed) {
+        if (!(hooks = rv_json_object_at(root, "hooks", "config.json: hooks", err)) ||
+            !(ours = rv_json_array_at(hooks, cfg->hook_stage, "config.json: hooks", err))) {
+            json_decref(entry);
+            return -1;
+        }
+        if (json_array_append(ours, entry) < 0)
+            goto nomem;
+    }
+    json_decref(entry);
     return 0;
+nomem:
+    json_decref(entry);
+    return rv_fail(err, ENOMEM, "config.json: hooks");
 }
 
 /* A request that is absent follows the configured default. */
@@ -96,7 +153,7 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
         if (rv_env_apply(env, &res->plan, err) < 0)
             return -1;
     }
-    if (res->lxcfs_on && rv_spec_add_hook(root, cfg, err) < 0)
-        return -1;
-    return 0;
+    /* the hook gets root.path handed over: it never reads the spec file,
+     * whichever file it was (crun --config) */
+    return rv_spec_set_hook(root, cfg, res->lxcfs_on, err);
 }

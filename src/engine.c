@@ -289,20 +289,24 @@ int rv_plan_set_key(struct rv_toml_plan *plan, const struct rv_toml *doc, const 
             le--;
         if (it->val_start < it->line_start || it->val_end > le)
             return rv_fail(err, 0, "`%s`: unexpected layout; set it by hand", full);
-        char *line = NULL;
-        if (asprintf(&line, "%.*s%s%.*s%s%.*s", (int)(it->val_start - it->line_start),
+        cleanup_free char *repl = NULL;
+        if (asprintf(&repl, "%.*s%s%.*s", (int)(it->val_start - it->line_start),
                      doc->text + it->line_start, value, (int)(le - it->val_end),
-                     doc->text + it->val_end, RV_MARK_WAS, (int)(le - it->line_start),
-                     doc->text + it->line_start) < 0)
+                     doc->text + it->val_end) < 0)
+            return rv_fail(err, ENOMEM, "plan");
+        char *line = rv_mark_was(repl, strlen(repl), doc->text + it->line_start, le - it->line_start);
+        if (!line)
             return rv_fail(err, ENOMEM, "plan");
         return plan_patch(plan, it->line_start, le, line, err);
     }
     t = rv_toml_get(doc, table);
     if (t && t->kind == RV_TOML_TABLE) {
+        cleanup_free char *kv = NULL, *marked = NULL;
         char *line = NULL;
         if (t->line_end == 0 || doc->text[t->line_end - 1] != '\n')
             return rv_fail(err, 0, "`[%s]` is the last line and has no newline; add one", table);
-        if (asprintf(&line, "%s = %s%s\n", k, value, RV_MARK_ADDED) < 0)
+        if (asprintf(&kv, "%s = %s", k, value) < 0 || !(marked = rv_mark_added(kv, strlen(kv))) ||
+            asprintf(&line, "%s\n", marked) < 0)
             return rv_fail(err, ENOMEM, "plan");
         return plan_patch(plan, t->line_end, t->line_end, line, err);
     }

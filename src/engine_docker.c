@@ -1,6 +1,9 @@
 /* engine_docker.c - `runtimes.resview` (and `default-runtime`) in dockerd's
- * daemon.json. JSON keeps no comments; every other key is kept as it was, and
- * --uninstall puts back the original bytes when nothing else changed since. */
+ * daemon.json. JSON keeps no comments: our entry carries a key of its own
+ * (dockerd ignores unknown keys of a runtime), and an entry without it is the
+ * operator's, never taken over nor removed. Every other key is kept as it
+ * was, and --uninstall puts back the original bytes when nothing else changed
+ * since. */
 #define _GNU_SOURCE
 #include "resview/engine.h"
 #include "resview/json.h"
@@ -63,6 +66,16 @@ nomem:
 #undef NL
 }
 
+#define OWNED_KEY "resview-configure"
+#define OWNED_VALUE "written by resview configure; resview configure --uninstall removes it"
+
+/* Whether runtimes.resview is ours. */
+static bool ours(json_t *entry)
+{
+    const char *v = json_string_value(json_object_get(entry, OWNED_KEY));
+    return json_is_object(entry) && v && strcmp(v, OWNED_VALUE) == 0;
+}
+
 static bool blank(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -110,6 +123,17 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
     if (def && !json_is_string(def))
         return rv_fail(err, 0, "daemon.json: `default-runtime` is not a string");
 
+    entry = runtimes ? json_object_get(runtimes, "resview") : NULL;
+    if (entry && !ours(entry)) {
+        if (o->uninstall) {
+            /* the operator's entry, and the default-runtime naming it, stay */
+            res->text = strndup(old, len);
+            res->len = len;
+            return res->text ? 0 : rv_fail(err, ENOMEM, "daemon.json");
+        }
+        return rv_fail(err, 0, "daemon.json: `runtimes.resview` already exists and was not written "
+                       "by resview (it has no \"" OWNED_KEY "\" key); remove it first");
+    }
     if (o->uninstall) {
         if (runtimes)
             json_object_del(runtimes, "resview");
@@ -144,6 +168,7 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
             !(entry = rv_json_object_at(runtimes, "resview", "daemon.json: runtimes", err)))
             return -1;
         if (json_object_set_new(entry, "path", json_string(o->runtime_path)) < 0 ||
+            json_object_set_new(entry, OWNED_KEY, json_string(OWNED_VALUE)) < 0 ||
             (o->set_default && json_object_set_new(root, "default-runtime", json_string("resview")) < 0))
             return rv_fail(err, ENOMEM, "daemon.json");
         if (json_equal(root, orig)) {

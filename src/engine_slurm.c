@@ -132,8 +132,11 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
                 return -1;
             continue;
         }
-        if (rv_strcatf(&out, err, "%.*s%s%.*s%s%.*s%s", (int)w, line, o->runtime_path,
-                       (int)(n - we), line + we, RV_MARK_WAS, (int)n, line, nl ? "\n" : "") < 0)
+        cleanup_free char *repl = NULL, *marked = NULL;
+        if (asprintf(&repl, "%.*s%s%.*s", (int)w, line, o->runtime_path, (int)(n - we), line + we) < 0 ||
+            !(marked = rv_mark_was(repl, strlen(repl), line, n)))
+            return rv_fail(err, ENOMEM, "oci.conf");
+        if (rv_strcatf(&out, err, "%s%s", marked, nl ? "\n" : "") < 0)
             return -1;
     }
     if (any) {
@@ -168,10 +171,13 @@ static int status(const char *text, size_t len, char *detail, size_t size, char 
                   struct rv_error *err)
 {
     /* written by resview configure (any runtime path), or by hand with resview-runtime */
-    bool marked = memmem(text, len, RV_MARK_BEGIN, strlen(RV_MARK_BEGIN)) ||
-                  memmem(text, len, RV_MARK_WAS, strlen(RV_MARK_WAS));
+    cleanup_free char *stripped = NULL;
+    size_t slen;
+    bool marked, created;
 
     exe[0] = '\0';
+    if (rv_marked_strip(text, len, &stripped, &slen, &marked, &created, err) < 0)
+        return -1;
     if (check_syntax(text, len, err) < 0)
         return rv_wrap(err, "oci.conf");
     for (size_t p = 0; p < len;) {

@@ -3,6 +3,7 @@
 #include "resview/engine_toml.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -790,6 +791,37 @@ char *rv_toml_key(const char *s)
 
 /* --- marked edits ------------------------------------------------------- */
 
+/* Every marker carries a check of what it marks (64-bit FNV-1a of the text,
+ * 16 hex digits): a line or block counts as resview's only when the check
+ * matches, so an operator's line that happens to end like a marker, or a
+ * comment that quotes one, is never taken for ours. Text we wrote and an
+ * operator changed afterwards is the operator's from then on. */
+#define MARK_HEX 16
+
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* The check of a, then "\n", then b (b may be NULL). */
+static void mark_check(const char *a, size_t an, const char *b, size_t bn, char out[MARK_HEX + 1])
+{
+    uint64_t h = fnv(UINT64_C(0xcbf29ce484222325), "resview", 8);
+    h = fnv(h, a, an);
+    if (b)
+        h = fnv(fnv(h, "\n", 1), b, bn);
+    snprintf(out, MARK_HEX + 1, "%016" PRIx64, h);
+}
+
+static bool check_at(const char *p, size_t n, const char *want)
+{
+    return n >= MARK_HEX && memcmp(p, want, MARK_HEX) == 0;
+}
+
 struct buf {
     char *d;
     size_t n, cap;
@@ -826,6 +858,42 @@ static const char *find_in(const char *line, size_t n, const char *needle)
     return NULL;
 }
 
+char *rv_mark_added(const char *line, size_t n)
+{
+    char check[MARK_HEX + 1], *out = NULL;
+
+    mark_check(line, n, NULL, 0, check);
+    return asprintf(&out, "%.*s" RV_MARK_ADDED "%s", (int)n, line, check) < 0 ? NULL : out;
+}
+
+char *rv_mark_was(const char *line, size_t n, const char *orig, size_t on)
+{
+    char check[MARK_HEX + 1], *out = NULL;
+
+    mark_check(line, n, orig, on, check);
+    return asprintf(&out, "%.*s" RV_MARK_WAS "%s: %.*s", (int)n, line, check, (int)on, orig) < 0
+               ? NULL : out;
+}
+
+/* A begin line of ours: its flags ("", " [created]" or " [noeol]") and check. */
+static bool begin_line(const char *line, size_t n, const char **flags, size_t *flen,
+                       const char **check)
+{
+    size_t k = strlen(RV_MARK_BEGIN), tail = strlen(RV_MARK_BEGIN_TAIL);
+    const char *f;
+
+    if (!starts(line, n, RV_MARK_BEGIN) || n < k + MARK_HEX + tail ||
+        memcmp(line + n - tail, RV_MARK_BEGIN_TAIL, tail) != 0)
+        return false;
+    *check = line + k;
+    f = line + k + MARK_HEX;
+    *flen = (size_t)(line + n - tail - f);
+    *flags = f;
+    return (*flen == 0 || (*flen == 10 && memcmp(f, " [created]", 10) == 0) ||
+            (*flen == 8 && memcmp(f, " [noeol]", 8) == 0)) &&
+           strspn(*check, "0123456789abcdef") >= MARK_HEX;
+}
+
 int rv_marked_strip(const char *text, size_t len, char **out, size_t *outlen, bool *had,
                     bool *created, struct rv_error *err)
 {
@@ -840,50 +908,62 @@ int rv_marked_strip(const char *text, size_t len, char **out, size_t *outlen, bo
         const char *nl = memchr(line, '\n', len - p);
         size_t n = nl ? (size_t)(nl - line) : len - p;     /* without '\n' */
         size_t next = p + n + (nl ? 1 : 0);
-        const char *m;
+        const char *flags, *check, *m;
+        size_t flen;
 
-        if (starts(line, n, RV_MARK_BEGIN)) {
-            bool noeol = find_in(line, n, "[noeol]") != NULL;
-            *had = true;
-            if (find_in(line, n, "[created]"))
-                *created = true;
-            /* find the end marker */
-            size_t q = next;
+        if (begin_line(line, n, &flags, &flen, &check)) {
+            /* the end line with the same check, and the block between matching it */
+            char end[sizeof(RV_MARK_END) + MARK_HEX + 1], want[MARK_HEX + 1];
+            size_t q = next, body = next;
             bool found = false;
-            while (q < len) {
+            snprintf(end, sizeof(end), "%s%.*s", RV_MARK_END, MARK_HEX, check);
+            while (q < len && !found) {
                 const char *l2 = text + q;
                 const char *nl2 = memchr(l2, '\n', len - q);
                 size_t n2 = nl2 ? (size_t)(nl2 - l2) : len - q;
-                q += n2 + (nl2 ? 1 : 0);
-                if (starts(l2, n2, RV_MARK_END)) {
-                    found = true;
-                    break;
+                if (n2 == strlen(end) && memcmp(l2, end, n2) == 0) {
+                    mark_check(flags, flen, text + body, q - body, want);
+                    found = check_at(check, MARK_HEX, want);
                 }
+                q += n2 + (nl2 ? 1 : 0);
             }
-            if (!found) {
-                free(b.d);
-                return rv_fail(err, 0, "a `%s` line without its `%s` line", RV_MARK_BEGIN, RV_MARK_END);
+            if (found) {
+                *had = true;
+                if (flen == 10)
+                    *created = true;
+                /* the blank line put before the block */
+                if (b.n >= 2 && b.d[b.n - 1] == '\n' && b.d[b.n - 2] == '\n')
+                    b.n--;
+                if (flen == 8 && b.n >= 1 && b.d[b.n - 1] == '\n')
+                    b.n--;
+                b.d[b.n] = '\0';
+                p = q;
+                continue;
             }
-            /* the blank line put before the block */
-            if (b.n >= 2 && b.d[b.n - 1] == '\n' && b.d[b.n - 2] == '\n')
-                b.n--;
-            if (noeol && b.n >= 1 && b.d[b.n - 1] == '\n')
-                b.n--;
-            b.d[b.n] = '\0';
-            p = q;
-            continue;
         }
-        if (n >= strlen(RV_MARK_ADDED) && memcmp(line + n - strlen(RV_MARK_ADDED), RV_MARK_ADDED,
-                                                 strlen(RV_MARK_ADDED)) == 0) {
-            *had = true;
-            p = next;
-            continue;
+        if ((m = find_in(line, n, RV_MARK_ADDED)) && (size_t)(line + n - m) == strlen(RV_MARK_ADDED) + MARK_HEX) {
+            char want[MARK_HEX + 1];
+            mark_check(line, (size_t)(m - line), NULL, 0, want);
+            if (check_at(m + strlen(RV_MARK_ADDED), MARK_HEX, want)) {
+                *had = true;
+                p = next;
+                continue;
+            }
         }
-        if ((m = find_in(line, n, RV_MARK_WAS))) {
-            const char *orig = m + strlen(RV_MARK_WAS);
+        for (m = line; (m = find_in(m, (size_t)(line + n - m), RV_MARK_WAS)); m++) {
+            const char *c = m + strlen(RV_MARK_WAS), *orig = c + MARK_HEX + 2;
+            char want[MARK_HEX + 1];
+            if (orig > line + n || c[MARK_HEX] != ':' || c[MARK_HEX + 1] != ' ')
+                continue;
+            mark_check(line, (size_t)(m - line), orig, (size_t)(line + n - orig), want);
+            if (!check_at(c, MARK_HEX, want))
+                continue;
             *had = true;
             if (buf_add(&b, orig, (size_t)(line + n - orig)) < 0 || (nl && buf_add(&b, "\n", 1) < 0))
                 goto nomem;
+            break;
+        }
+        if (m) {
             p = next;
             continue;
         }
@@ -905,13 +985,17 @@ int rv_marked_append(const char *text, size_t len, const char *block, bool creat
     struct buf b = { 0 };
     bool noeol = len > 0 && text[len - 1] != '\n';
     const char *flags = created ? " [created]" : noeol ? " [noeol]" : "";
+    char check[MARK_HEX + 1];
 
+    mark_check(flags, strlen(flags), block, strlen(block), check);
     if (buf_add(&b, text, len) < 0 ||
         (len > 0 && buf_add(&b, noeol ? "\n\n" : "\n", noeol ? 2 : 1) < 0) ||
-        buf_add(&b, RV_MARK_BEGIN, strlen(RV_MARK_BEGIN)) < 0 ||
-        buf_add(&b, flags, strlen(flags)) < 0 || buf_add(&b, "\n", 1) < 0 ||
+        buf_add(&b, RV_MARK_BEGIN, strlen(RV_MARK_BEGIN)) < 0 || buf_add(&b, check, MARK_HEX) < 0 ||
+        buf_add(&b, flags, strlen(flags)) < 0 ||
+        buf_add(&b, RV_MARK_BEGIN_TAIL "\n", strlen(RV_MARK_BEGIN_TAIL) + 1) < 0 ||
         buf_add(&b, block, strlen(block)) < 0 ||
-        buf_add(&b, RV_MARK_END "\n", strlen(RV_MARK_END) + 1) < 0) {
+        buf_add(&b, RV_MARK_END, strlen(RV_MARK_END)) < 0 || buf_add(&b, check, MARK_HEX) < 0 ||
+        buf_add(&b, "\n", 1) < 0) {
         free(b.d);
         return rv_fail(err, ENOMEM, "add resview entries");
     }

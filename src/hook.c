@@ -3,6 +3,7 @@
 #include "resview/hook.h"
 #include "resview/bounded.h"
 #include "resview/edit.h"
+#include "resview/enroot_env.h"
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"
@@ -47,7 +48,13 @@ int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
 int rv_hook_rootfs(json_t *spec, const char *bundle, char *out, size_t size,
                    struct rv_error *err)
 {
-    const char *p = json_string_value(rv_json_path(spec, "root.path"));
+    return rv_hook_rootfs_path(json_string_value(rv_json_path(spec, "root.path")), bundle, out,
+                               size, err);
+}
+
+int rv_hook_rootfs_path(const char *p, const char *bundle, char *out, size_t size,
+                        struct rv_error *err)
+{
     char joined[PATH_MAX];
 
     if (!p || !*p)
@@ -129,6 +136,7 @@ static int read_stdin(char **out, size_t *len, struct rv_error *err)
 struct hook_job {
     struct rv_lxcfs lx;
     struct rv_inject req;
+    const char *root_path;      /* handed over by the shim (hook.h); NULL: read the spec */
 };
 
 /* In the bounded child: find the live LXCFS files, then inject them. */
@@ -237,36 +245,42 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
 {
     struct rv_error err = { 0 };
     struct rv_hook_state st;
-    struct rv_spec spec;
     cleanup_free char *text = NULL;
     size_t len = 0;
     int r;
-    
+
     if (read_stdin(&text, &len, &err) < 0 || rv_hook_parse_state(text, len, &st, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }
     rv_log_set_id(st.id);
-    if (rv_spec_load(&spec, st.bundle, &err) < 0) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        return 1;
-    }
-    r = rv_spec_request(spec.root, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err);
-    if (r == -2) {
-        rv_log(RV_ERROR, "%s", err.msg);
-        rv_spec_free(&spec);
-        return 1;
-    }
-    if (r == 0) {
-        rv_log(RV_DEBUG, "LXCFS views: off for this container");
-        rv_spec_free(&spec);
-        return 0;
-    }
     job->req.pid = st.pid;
     job->req.replace_foreign = true;
     job->req.legacy_bind = getenv("RESVIEW_LEGACY_BIND") && strcmp(getenv("RESVIEW_LEGACY_BIND"), "1") == 0;
-    r = rv_hook_rootfs(spec.root, st.bundle, job->req.rootfs, sizeof(job->req.rootfs), &err);
-    rv_spec_free(&spec);
+    if (job->root_path) {
+        /* the shim decided: views on, and where the rootfs is */
+        r = rv_hook_rootfs_path(job->root_path, st.bundle, job->req.rootfs,
+                                sizeof(job->req.rootfs), &err);
+    } else {
+        struct rv_spec spec;
+        if (rv_spec_load(&spec, st.bundle, &err) < 0) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            return 1;
+        }
+        r = rv_spec_request(spec.root, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err);
+        if (r == -2) {
+            rv_log(RV_ERROR, "%s", err.msg);
+            rv_spec_free(&spec);
+            return 1;
+        }
+        if (r == 0) {
+            rv_log(RV_DEBUG, "LXCFS views: off for this container");
+            rv_spec_free(&spec);
+            return 0;
+        }
+        r = rv_hook_rootfs(spec.root, st.bundle, job->req.rootfs, sizeof(job->req.rootfs), &err);
+        rv_spec_free(&spec);
+    }
     if (r < 0 ||
         rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
         rv_log(RV_ERROR, "%s", r < 0 ? err.msg : "lxcfs.root: path too long");
@@ -275,63 +289,17 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
     return run_views(cfg, st.id, job);
 }
 
-/* enroot: the container's environment so far, "K=V" lines, as an env array. */
-static int read_environ(const char *path, json_t **env, struct rv_error *err)
-{
-    cleanup_free char *text = NULL;
-    size_t len;
-    char *save = NULL;
-
-    if (rv_read_file_at(AT_FDCWD, path, 1u << 20, &text, &len, NULL, err) < 0)
-        return -1;
-    *env = json_array();
-    if (!*env)
-        return rv_fail(err, ENOMEM, "environ");
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        if (strchr(line, '='))
-            json_array_append_new(*env, json_string(line));
-    return 0;
-}
-
-static int append_environ(const char *path, const struct rv_env_plan *plan, json_t *env,
-                          unsigned *added, struct rv_error *err)
-{
-    char buf[RV_MAX_VARS * 96] = "";
-    size_t off = 0;
-    cleanup_close int fd = -1;
-
-    *added = 0;
-    for (int i = 0; i < plan->n; i++) {
-        int n;
-        if (plan->items[i].status != RV_VAR_INJECT || rv_env_get(env, plan->items[i].name))
-            continue;
-        n = snprintf(buf + off, sizeof(buf) - off, "%s=%s\n", plan->items[i].name,
-                     plan->items[i].value);
-        if (n < 0 || (size_t)n >= sizeof(buf) - off)
-            return rv_fail(err, ENAMETOOLONG, "variables for `%s`", path);
-        off += (size_t)n;
-        (*added)++;
-    }
-    if (off == 0)
-        return 0;
-    fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-    if (fd < 0)
-        return rv_fail(err, errno, "open `%s`", path);
-    if (write(fd, buf, off) != (ssize_t)off)
-        return rv_fail(err, errno, "append to `%s`", path);
-    return 0;
-}
-
 /* enroot hooks.d: ENROOT_PID (the container's process), ENROOT_ROOTFS (its
  * rootfs, not pivoted yet), ENROOT_ENVIRON (a file of "K=V" lines the
- * container starts with; hooks append to it). Views as for OCI, then the
- * resource variables computed from the container's cgroups. */
+ * container starts with; hooks append to it). Our own environment is the
+ * job's (pyxis starts enroot with it, then copies the container's over it):
+ * see enroot_env.h. Views as for OCI, then the resource variables computed
+ * from the container's cgroups, for what neither environment sets. */
 static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
 {
     const char *pid_s = getenv("ENROOT_PID"), *rootfs = getenv("ENROOT_ROOTFS");
     const char *environ_file = getenv("ENROOT_ENVIRON");
-    cleanup_json json_t *env = NULL;
-    cleanup_json json_t *spec = NULL;
+    cleanup_json json_t *cenv = NULL, *jenv = NULL, *have = NULL, *spec = NULL;
     struct rv_error err = { 0 };
     uint64_t pid;
     char id[64];
@@ -344,16 +312,21 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     }
     snprintf(id, sizeof(id), "enroot-%u", (unsigned)pid);
     rv_log_set_id(id);
-    if (read_environ(environ_file, &env, &err) < 0) {
+    if (rv_enroot_environ_read(environ_file, &cenv, &err) < 0) {
         rv_log(RV_ERROR, "--enroot: %s", err.msg);
         return 1;
     }
-    /* the requests come from the container's environment (no annotations) */
-    spec = json_pack("{s:{s:O}}", "process", "env", env);
-    lx_on = spec ? rv_spec_request(spec, RV_ANN_LXCFS, "RESVIEW_LXCFS", &err) : -2;
-    env_on = lx_on == -2 ? -2 : rv_spec_request(spec, RV_ANN_ENV, "RESVIEW_ENV", &err);
+    /* the requests come from the environments (no annotations) */
+    jenv = rv_enroot_job_env(environ);
+    have = jenv ? json_deep_copy(cenv) : NULL;
+    if (!have || json_array_extend(have, jenv) < 0) {
+        rv_log(RV_ERROR, "--enroot: out of memory");
+        return 1;
+    }
+    lx_on = rv_enroot_request(jenv, cenv, "RESVIEW_LXCFS", &err);
+    env_on = lx_on == -2 ? -2 : rv_enroot_request(jenv, cenv, "RESVIEW_ENV", &err);
     if (lx_on == -2 || env_on == -2) {
-        rv_log(RV_ERROR, "--enroot: %s", spec ? err.msg : "out of memory");
+        rv_log(RV_ERROR, "--enroot: %s", err.msg);
         return 1;
     }
     if (env_on == 1 || (env_on < 0 && cfg->env_enabled)) {
@@ -361,11 +334,13 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
         struct rv_limits lim;
         struct rv_env_plan plan;
         unsigned added;
+        /* the container's variables first: NVIDIA_VISIBLE_DEVICES is the image's */
+        spec = json_pack("{s:{s:O}}", "process", "env", have);
         rv_host_defaults(&host);
         snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%u/cgroup", (unsigned)pid);
-        if (rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0 ||
-            (rv_env_plan(cfg, &lim, env, &plan), append_environ(environ_file, &plan, env, &added, &err)) < 0) {
-            rv_log(RV_ERROR, "--enroot: variables: %s", err.msg);
+        if (!spec || rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0 ||
+            (rv_env_plan(cfg, &lim, have, &plan), rv_enroot_append(environ_file, &plan, have, &added, &err)) < 0) {
+            rv_log(RV_ERROR, "--enroot: variables: %s", spec ? err.msg : "out of memory");
             return 1;
         }
         rv_log(RV_INFO, "enroot: %u variables added (cpus=%u: %s)", added, lim.cpus, lim.cpus_why);
@@ -386,7 +361,8 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
 
 /* Run one hook mode with its job in memory shared with the bounded child
  * (see bounded.h). */
-static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *))
+static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *),
+                           const char *root_path)
 {
     struct hook_job *job = rv_shared_alloc(sizeof(*job));
     int r;
@@ -395,6 +371,7 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
         rv_log(RV_ERROR, "shared memory: %s", strerror(errno));
         return 1;
     }
+    job->root_path = root_path;
     r = mode(cfg, job);
     rv_shared_free(job, sizeof(*job));
     return r;
@@ -405,6 +382,13 @@ int rv_hook_main(int argc, char **argv)
     struct rv_config cfg;
     struct rv_error err;
 
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: resview-hook                 OCI hook (prestart or createRuntime): state JSON on\n"
+               "                                    stdin, the container's config.json for the rest\n"
+               "       resview-hook --rootfs=PATH   the same, root.path handed over by resview-runtime\n"
+               "       resview-hook --enroot        enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
+        return 0;
+    }
     rv_log_init("hook", NULL);
     if (rv_config_load(&cfg, &err) < 0) {
         rv_log(RV_ERROR, "%s (using built-in defaults)", err.msg);
@@ -413,11 +397,13 @@ int rv_hook_main(int argc, char **argv)
     rv_log_init("hook", &cfg);
     rv_log_config_warnings(&cfg);
     if (argc > 1 && strcmp(argv[1], "--enroot") == 0)
-        return with_shared_job(&cfg, hook_enroot_job);
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        printf("usage: resview-hook           OCI hook (prestart or createRuntime): state JSON on stdin\n"
-               "       resview-hook --enroot  enroot hook: ENROOT_PID, ENROOT_ROOTFS, ENROOT_ENVIRON\n");
-        return 0;
+        return with_shared_job(&cfg, hook_enroot_job, NULL);
+    if (argc > 1 && strncmp(argv[1], RV_HOOK_ARG_ROOTFS, strlen(RV_HOOK_ARG_ROOTFS)) == 0 &&
+        argv[1][strlen(RV_HOOK_ARG_ROOTFS)] && argc == 2)
+        return with_shared_job(&cfg, hook_oci_job, argv[1] + strlen(RV_HOOK_ARG_ROOTFS));
+    if (argc > 1) {
+        rv_log(RV_ERROR, "unknown arguments (see resview-hook --help)");
+        return 2;
     }
-    return with_shared_job(&cfg, hook_oci_job);
+    return with_shared_job(&cfg, hook_oci_job, NULL);
 }

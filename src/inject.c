@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/inject.h"
 #include "resview/bounded.h"
+#include "resview/syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -203,7 +204,7 @@ static int classify(const struct rv_inject *req, int fd, struct rv_view *v)
     dev_t dev;
 
     /* AT_STATX_DONT_SYNC: no FUSE request, so a dead mount cannot block us */
-    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0) {
+    if (rv_statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0) {
         view_set(v, RV_VIEW_FAILED, "statx: %s", strerror(errno));
         return -1;
     }
@@ -263,7 +264,7 @@ static int open_src_tree(int lxroot, const char *src, struct src_dirs *d)
         if (i == d->n) {
             char dir[RV_VIEW_PATH];
             if (d->n == 4 || len >= sizeof(dir))
-                return open_tree(lxroot, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+                return rv_open_tree(lxroot, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
             memcpy(dir, src, len);
             dir[len] = '\0';
             memcpy(d->name[d->n], dir, len + 1);
@@ -276,7 +277,7 @@ static int open_src_tree(int lxroot, const char *src, struct src_dirs *d)
             return -1;
         }
     }
-    return open_tree(dfd, slash ? slash + 1 : src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    return rv_open_tree(dfd, slash ? slash + 1 : src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 }
 
 static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int procfd,
@@ -310,7 +311,7 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
             continue;
         }
         if (tree >= 0) {
-            if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            if (rv_move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 view_set(v, RV_VIEW_FAILED, "move_mount: %s", strerror(errno));
             else
                 view_set(v, RV_VIEW_MOUNTED, NULL);
@@ -426,7 +427,7 @@ int rv_inject_run(struct rv_inject *req)
                          req->views[i].src, strerror(errno));
             continue;
         }
-        if (mount_setattr(trees[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+        if (rv_mount_setattr(trees[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
             view_set(&req->views[i], RV_VIEW_FAILED, "mount_setattr: %s", strerror(errno));
             close(trees[i]);
             trees[i] = -1;

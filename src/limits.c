@@ -10,6 +10,8 @@
 #include <string.h>
 
 #define CPU_MAX 65536
+/* ancestors considered (the deepest beyond are not) */
+#define NLENS 128
 /* cgroup v1 reports "no limit" as a huge page-rounded value. */
 #define MEM_UNLIMITED (UINT64_C(1) << 62)
 
@@ -82,8 +84,27 @@ static int expand_slice(const char *slice, char *out, size_t size)
     return (n < 0 || (size_t)n >= size - o) ? -1 : 0;
 }
 
-/* Our own cgroup path (v2 line "0::", else the cpu controller's line). */
-static void self_cgroup(const char *file, char *out, size_t size)
+/* Whether the comma-separated controller list of a /proc/PID/cgroup line
+ * names ctrl ("cpu" is in "cpu,cpuacct", not in "cpuset"). */
+static bool names_controller(const char *list, const char *ctrl)
+{
+    size_t n = strlen(ctrl);
+
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, ctrl, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Our own cgroup for one controller, from /proc/PID/cgroup: the line of the
+ * v1 hierarchy that carries ctrl, or with ctrl NULL the unified line ("0::").
+ * Controllers of one process can sit at different paths (Slurm's task/cgroup
+ * puts a task at cpu:/, cpuset:/slurm/.../step_0, memory:/slurm/.../task_0).
+ * "" (the root) when there is no such line. */
+static void self_cgroup(const char *file, const char *ctrl, char *out, size_t size)
 {
     char buf[8192], *line, *save = NULL;
 
@@ -95,23 +116,22 @@ static void self_cgroup(const char *file, char *out, size_t size)
         if (!c2)
             continue;
         *c2 = '\0';
-        const char *ctrls = c1 + 1;
-        bool cpu = strcmp(ctrls, "cpu") == 0 || strncmp(ctrls, "cpu,", 4) == 0 ||
-                   strstr(ctrls, ",cpu,") || (strlen(ctrls) > 4 && strcmp(ctrls + strlen(ctrls) - 4, ",cpu") == 0);
-        if (cpu || (!out[0] && *ctrls == '\0'))
-            snprintf(out, size, "%s", strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1);
-        if (cpu)
-            return;
+        if (ctrl ? !names_controller(c1 + 1, ctrl) : c1[1] != '\0')
+            continue;
+        /* a path that does not fit is as good as none: the root */
+        if (c2[1] != '/' || strcmp(c2 + 1, "/") == 0 || rv_snprintf(out, size, "%s", c2 + 1) < 0)
+            out[0] = '\0';
+        return;
     }
 }
 
-int rv_cgroup_path(const char *cp, bool systemd_hint, const char *self_file, char *out,
+int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, char *out,
                    size_t size, struct rv_error *err)
 {
     const char *c1 = strchr(cp, ':');
     const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 
-    (void)systemd_hint; /* the form alone is unambiguous: slice:prefix:name */
+    /* the form alone is unambiguous: slice:prefix:name */
     if (c2 && !strchr(c2 + 1, ':') && cp[0] != '/') {
         char slice[PATH_MAX], sp[PATH_MAX];
         const char *prefix = c1 + 1, *name = c2 + 1;
@@ -138,7 +158,7 @@ int rv_cgroup_path(const char *cp, bool systemd_hint, const char *self_file, cha
         return rv_snprintf(out, size, "%s", cp) < 0 ? rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath") : 0;
     {
         char self[PATH_MAX];
-        self_cgroup(self_file, self, sizeof(self));
+        self_cgroup(self_file, ctrl, self, sizeof(self));
         if (rv_snprintf(out, size, "%s%s%s", self, *cp ? "/" : "", cp) < 0)
             return rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath");
     }
@@ -209,6 +229,30 @@ static int ancestors(const char *cg, size_t *lens, int max)
         if (i == len || cg[i] == '/')
             lens[n++] = i;
     return n;
+}
+
+/* Whether a path has a ".." component. */
+static bool has_dotdot(const char *p)
+{
+    for (;;) {
+        size_t len = strcspn(p, "/");
+        if (len == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        if (!p[len])
+            return false;
+        p += len + 1;
+    }
+}
+
+/* The container's cgroup in one hierarchy (ctrl: a v1 controller; NULL: the
+ * unified one) and the prefix lengths of its ancestors, root first. */
+static int controller_cgroup(const char *cp, const char *ctrl, const struct rv_host *h, char *cg,
+                             size_t size, size_t *lens, int max, int *nanc, struct rv_error *err)
+{
+    if (rv_cgroup_path(cp, ctrl, h->self_cgroup, cg, size, err) < 0)
+        return -1;
+    *nanc = ancestors(cg, lens, max);
+    return 0;
 }
 
 static int spec_u64(json_t *obj, const char *key, const char *where, uint64_t *out, bool *found,
@@ -283,13 +327,15 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     json_t *jcp = linux_ ? json_object_get(linux_, "cgroupsPath") : NULL;
     struct quota best = { 0 };
     char cg[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64], buf[4096], online_str[256] = "";
-    size_t lens[128];
+    size_t lens[NLENS];
+    const char *cp = jcp ? json_string_value(jcp) : "";
     int online, nanc, cpuset = -1;
     char cpuset_where[400] = "";
     uint64_t mem_limit = 0;
     bool found, v2;
     struct stat st;
 
+    (void)systemd_hint; /* cgroupsPath's form alone tells (slice:prefix:name) */
     memset(out, 0, sizeof(*out));
     if (res && !json_is_object(res))
         return rv_fail(err, 0, "config.json: linux.resources: expected an object");
@@ -340,18 +386,16 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
                      mem_limit);
     }
 
-    /* ancestor cgroups */
-    if (rv_cgroup_path(jcp ? json_string_value(jcp) : "", systemd_hint, h->self_cgroup, cg,
-                       sizeof(cg), err) < 0)
-        return -1;
-    if (strstr(cg, "/../") || (strlen(cg) >= 3 && strcmp(cg + strlen(cg) - 3, "/..") == 0))
+    /* ancestor cgroups, each controller at its own path */
+    if (has_dotdot(cp))
         return rv_fail(err, 0, "config.json: linux.cgroupsPath: `..` is not allowed");
-    nanc = ancestors(cg, lens, (int)(sizeof(lens) / sizeof(lens[0])));
     if (rv_snprintf(path, sizeof(path), "%s/cgroup.controllers", h->cgroup_root) < 0)
         return rv_fail(err, ENAMETOOLONG, "cgroup root");
     v2 = stat(path, &st) == 0;
 
-    if (controller_dir(h, v2, cpu_names, dir, sizeof(dir)))
+    if (controller_dir(h, v2, cpu_names, dir, sizeof(dir))) {
+        if (controller_cgroup(cp, v2 ? NULL : "cpu", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+            return -1;
         for (int i = 0; i < nanc; i++) {
             uint64_t q, p;
             if (v2) {
@@ -375,8 +419,11 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
             }
             consider_quota(&best, q, p, path);
         }
+    }
 
-    if (controller_dir(h, v2, cpuset_names, dir, sizeof(dir)))
+    if (controller_dir(h, v2, cpuset_names, dir, sizeof(dir))) {
+        if (controller_cgroup(cp, v2 ? NULL : "cpuset", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+            return -1;
         for (int i = 0; i < nanc; i++) {
             const char *files[] = { v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
                                     v2 ? NULL : "cpuset.cpus", NULL };
@@ -391,8 +438,11 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
                 break;
             }
         }
+    }
 
-    if (controller_dir(h, v2, mem_names, dir, sizeof(dir)))
+    if (controller_dir(h, v2, mem_names, dir, sizeof(dir))) {
+        if (controller_cgroup(cp, v2 ? NULL : "memory", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+            return -1;
         for (int i = 0; i < nanc; i++) {
             uint64_t m;
             if (read_at(dir, cg, lens[i], v2 ? "memory.max" : "memory.limit_in_bytes", buf,
@@ -404,6 +454,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
                 snprintf(out->mem_why, sizeof(out->mem_why), "memory limit %" PRIu64 " of %s", m, path);
             }
         }
+    }
 
     /* combine */
     uint64_t cpus = (uint64_t)online;

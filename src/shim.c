@@ -62,18 +62,28 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                    const struct rv_args *a, const char *next, bool fuse_runtime,
                    struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, fuse_runtime, NULL };
+    char file[PATH_MAX];
+    const char *other = NULL;
     struct rv_fuse_runtime rt;
     struct rv_edit_result res;
     struct rv_spec spec;
     bool changed = false, fuse;
     int r = -1;
 
-    if (rv_spec_load(&spec, a->bundle ? a->bundle : ".", err) < 0)
+    /* crun --config FILE: taken from the working directory (config.json alone
+     * is the bundle's), as crun does */
+    if (a->config && strcmp(a->config, "config.json") != 0) {
+        if (!realpath(a->config, file))
+            return rv_fail(err, errno, "--config `%s`", a->config);
+        other = file;
+    }
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, fuse_runtime, NULL };
+    if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
         goto out;
-    /* FUSE needs to know what the next runtime can do before the edit */
+    /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
+     * to know what the next runtime can do (a refusal fails in the edit). */
     if (rv_fuse_wanted(spec.root, cfg, fuse_runtime, &fuse, err) == 0 && fuse) {
-        if (rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
+        if (rv_spec_load_all(&spec, err) < 0 || rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
             goto out;
         ctx.fuse_rt = &rt;
     }

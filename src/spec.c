@@ -4,7 +4,39 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+
+/* Every member of config.json that the editor (edit.c, envvars.c, limits.c,
+ * fuse.c, seccomp.c) and the hook read or write. Only these are loaded; the
+ * rest of the spec is checked to be JSON and written back byte for byte
+ * (rv_json_splice). A module that needs another member lists it here (writing
+ * to one that is not listed fails the save rather than losing it). */
+static const struct rv_json_want process_members[] = {
+    { "env", NULL }, { "capabilities", NULL }, { "apparmorProfile", NULL }, { NULL, NULL },
+};
+static const struct rv_json_want resources_members[] = {
+    { "cpu", NULL }, { "memory", NULL }, { "devices", NULL }, { NULL, NULL },
+};
+static const struct rv_json_want linux_members[] = {
+    { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
+    { "seccomp", NULL }, { NULL, NULL },
+};
+static const struct rv_json_want root_members[] = { { "path", NULL }, { NULL, NULL } };
+const struct rv_json_want rv_spec_members[] = {
+    { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
+    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+};
+/* The same but linux.seccomp, most of a spec with a default profile, which
+ * only the FUSE grant reads: what rv_spec_load loads (rv_spec_load_all adds it). */
+static const struct rv_json_want linux_members_base[] = {
+    { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
+    { NULL, NULL },
+};
+static const struct rv_json_want spec_members_base[] = {
+    { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
+    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+};
 
 static int check_root(struct rv_spec *spec, struct rv_error *err)
 {
@@ -24,14 +56,16 @@ static int check_root(struct rv_spec *spec, struct rv_error *err)
     return 0;
 }
 
-int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err)
+static int parse_text(struct rv_spec *spec, const struct rv_json_want *members,
+                      struct rv_error *err)
 {
-    memset(spec, 0, sizeof(*spec));
-    spec->dirfd = -1;
-    if (rv_json_parse(text, len, "config.json", &spec->root, err) < 0)
+    json_decref(spec->root);
+    spec->root = NULL;
+    spec->members = members;
+    if (rv_json_parse_some(spec->text, spec->len, "config.json", members, &spec->root,
+                           &spec->skips, err) < 0)
         return -1;
     if (check_root(spec, err) < 0) {
-        /* a failed parse holds nothing (callers may just return) */
         json_decref(spec->root);
         spec->root = NULL;
         return -1;
@@ -39,21 +73,76 @@ int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_
     return 0;
 }
 
+int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->dirfd = -1;
+    if (!(spec->text = malloc(len + 1)))
+        return rv_fail(err, ENOMEM, "config.json");
+    memcpy(spec->text, text, len);
+    spec->text[len] = '\0';
+    spec->len = len;
+    if (parse_text(spec, rv_spec_members, err) < 0) {
+        /* a failed parse holds nothing (callers may just return) */
+        rv_spec_free(spec);
+        return -1;
+    }
+    return 0;
+}
+
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err)
 {
+    return rv_spec_load_file(spec, bundle, NULL, err);
+}
+
+int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
+                      struct rv_error *err)
+{
+    const char *slash = file ? strrchr(file, '/') : NULL;
+
     memset(spec, 0, sizeof(*spec));
     spec->dirfd = -1;
     if (rv_snprintf(spec->bundle, sizeof(spec->bundle), "%s", bundle) < 0)
         return rv_fail(err, ENAMETOOLONG, "bundle `%.64s…`", bundle);
+    if (rv_snprintf(spec->file, sizeof(spec->file), "%s", !file ? "config.json" : slash ? slash + 1 : file) < 0 ||
+        !spec->file[0])
+        return rv_fail(err, EINVAL, "bundle `%s`: spec file `%s`", bundle, file);
     spec->dirfd = open(bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (spec->dirfd < 0)
         return rv_fail(err, errno, "bundle `%s`", bundle);
-    if (rv_read_file_at(spec->dirfd, "config.json", RV_SPEC_MAX, &spec->text, &spec->len,
-                        &spec->st, err) < 0)
+    if (slash) {
+        /* a spec file elsewhere (crun --config FILE) */
+        char dir[PATH_MAX];
+        int fd;
+        if (rv_snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file) < 0)
+            return rv_fail(err, ENAMETOOLONG, "bundle `%s`: spec file", bundle);
+        fd = openat(spec->dirfd, slash == file ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return rv_fail(err, errno, "bundle `%s`: `%s`", bundle, dir);
+        close(spec->dirfd);
+        spec->dirfd = fd;
+    }
+    if (rv_read_file_at(spec->dirfd, spec->file, RV_SPEC_MAX, &spec->text, &spec->len,
+                        &spec->st, err) < 0 ||
+        parse_text(spec, spec_members_base, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
-    if (rv_json_parse(spec->text, spec->len, "config.json", &spec->root, err) < 0 ||
-        check_root(spec, err) < 0)
-        return rv_wrap(err, "bundle `%s`", bundle);
+    return 0;
+}
+
+int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err)
+{
+    if (spec->members == rv_spec_members)
+        return 0;
+    return parse_text(spec, rv_spec_members, err);
+}
+
+int rv_spec_render(const struct rv_spec *spec, char **out, size_t *len, bool *changed,
+                   struct rv_error *err)
+{
+    if (rv_json_splice(spec->text, spec->len, "config.json", spec->members, spec->root,
+                       &spec->skips, out, len, err) < 0)
+        return -1;
+    *changed = !(*len == spec->len && memcmp(*out, spec->text, *len) == 0);
     return 0;
 }
 
@@ -62,9 +151,8 @@ int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err)
     cleanup_free char *out = NULL;
     size_t len;
 
-    if (rv_json_dump(spec->root, &out, &len, err) < 0)
+    if (rv_spec_render(spec, &out, &len, changed, err) < 0)
         return -1;
-    *changed = !(spec->text && len == spec->len && memcmp(out, spec->text, len) == 0);
     if (!*changed)
         return 0;
     if (spec->dirfd < 0)
@@ -74,7 +162,7 @@ int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err)
         cleanup_close int dfd = openat(spec->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
             return rv_fail(err, errno, "bundle `%s`", spec->bundle);
-        if (rv_write_atomic_at(dfd, "config.json", out, len, &spec->st, err) < 0)
+        if (rv_write_atomic_at(dfd, spec->file, out, len, &spec->st, err) < 0)
             return rv_wrap(err, "bundle `%s`", spec->bundle);
     }
     return 0;
@@ -84,6 +172,7 @@ void rv_spec_free(struct rv_spec *spec)
 {
     json_decref(spec->root);
     spec->root = NULL;
+    rv_json_skips_free(&spec->skips);
     free(spec->text);
     spec->text = NULL;
     if (spec->dirfd >= 0)
@@ -117,7 +206,9 @@ const char *rv_env_get(json_t *env, const char *name)
 
     json_array_foreach(env, i, e) {
         const char *s = json_string_value(e);
-        if (s && strncmp(s, name, n) == 0 && s[n] == '=')
+        /* two bytes first: this runs for every variable over every entry */
+        if (s && s[0] == name[0] && (n < 2 || s[1] == name[1]) && strncmp(s, name, n) == 0 &&
+            s[n] == '=')
             return s + n + 1;
     }
     return NULL;

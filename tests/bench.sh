@@ -1,12 +1,16 @@
 #!/bin/bash
 # `make bench`: start latency of shim + hook over plain runc and crun
-# (interleaved, medians, differences), peak RSS, instruction counts for one
-# create on a ~20 KB Kubernetes-like spec; then every tests/bench.d/*.sh.
+# (interleaved, medians, differences) beside the exec floor (a bare static musl
+# and glibc program in front of the runtime); per-exec cost of each binary,
+# musl vs glibc; peak RSS; instruction counts for one create on a ~20 KB
+# Kubernetes-like spec and for the hook; then every tests/bench.d/*.sh.
 source "$(dirname "$0")/lib/common.sh"
 [ "$(id -u)" = 0 ] || { echo "make bench: run as root" >&2; exit 1; }
 ROUNDS=${ROUNDS:-100}
 SHIM=$BUILD/static/resview-runtime
 export HOOK_BIN=$BUILD/static/resview-hook HOOK=$BUILD/static/resview-hook
+MUSL=$BUILD/musl
+echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start (the latency figures need an idle machine)"
 
 # Bundles on tmpfs, as engines keep them under /run.
 mkdir -p "$T/run" && mount -t tmpfs -o size=64m tmpfs "$T/run" && t_cleanup "umount -l '$T/run'"
@@ -17,48 +21,113 @@ t_cleanup "lxcfs_stop '$LXCFS_DIR'"
 rv_config "$T/config.json" '{"log": {"level": "warn"}}'
 jq '.runtimes = ["runc"]' "$T/config.json" >"$T/cfg-runc.json"
 jq --arg c "$CRUN_V1" '.runtimes = [$c]' "$T/config.json" >"$T/cfg-crun.json"
-for arm in runc exec+runc resview+runc crun exec+crun resview+crun; do
-    mkdir -p "$T/run/bundle-$arm"
-    rv_rootfs "$T/run/bundle-$arm/rootfs"
-    rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
-    cp "$T/run/bundle-$arm/config.json" "$T/run/bundle-$arm/config.pristine"
+ARMS=()
+for rt in runc crun; do
+    for w in "" glibc-exec+ musl-exec+ resview+; do
+        arm=$w$rt
+        mkdir -p "$T/run/bundle-$arm"
+        rv_rootfs "$T/run/bundle-$arm/rootfs"
+        rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
+        cp "$T/run/bundle-$arm/config.json" "$T/run/bundle-$arm/config.pristine"
+    done
 done
-# The floor of any shim: one more exec of a static program in front of the runtime.
-gcc -static -O2 -o "$T/passthrough" "$TOP/tests/lib/passthrough.c" || exit 1
-echo "== start latency (static binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
-echo "   exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
+# The floor of any shim: one more exec of a static program in front of the
+# runtime, with glibc and with musl (what resview is built with).
+gcc -static -O2 -o "$T/passthrough-glibc" "$TOP/tests/lib/passthrough.c" || exit 1
+musl-gcc -static -O2 -o "$T/passthrough-musl" "$TOP/tests/lib/passthrough.c" || exit 1
+RUNC=$(command -v runc)
+echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
+echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
-    "exec+runc=$T/passthrough $(command -v runc) --root $T/r5|runc --root $T/r5" \
-    "exec+crun=$T/passthrough $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
+    "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
+    "musl-exec+runc=$T/passthrough-musl $RUNC --root $T/r7|runc --root $T/r7" \
     "resview+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r2|runc --root $T/r2" \
     "crun=$CRUN_V1 --root $T/r3" \
+    "glibc-exec+crun=$T/passthrough-glibc $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
+    "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \
     "resview+crun=RESVIEW_CONFIG=$T/cfg-crun.json $SHIM --root $T/r4|$CRUN_V1 --root $T/r4" || exit 1
+echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# No-ops and the two binaries, static musl, static glibc and dynamic glibc.
+printf 'int main(void) { return 0; }\n' >"$T/noop.c"
+musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" && gcc -static -O2 -o "$T/noop-glibc" "$T/noop.c" &&
+    gcc -O2 -o "$T/noop-dynamic" "$T/noop.c" || exit 1
+for b in resview-runtime resview-hook; do
+    gcc -static -Wl,--gc-sections -o "$T/$b-glibc-static" "$BUILD/obj/bin-$b.o" "$BUILD/libresview.a" \
+        $(pkg-config --static --libs jansson libseccomp) || exit 1
+done
+jq --arg t "$T/noop-musl" '.runtimes = [$t]' "$T/config.json" >"$T/cfg-noop.json"
+gcc -O2 -o "$T/spawn_cost" "$TOP/tests/lib/spawn_cost.c" || exit 1
+echo
+echo "== per-exec cost (posix_spawn + wait, median of 5 batches of 100, µs); next runtime of the shim: a static musl no-op"
+printf '%-44s %8s %8s %8s\n' "" "musl" "glibc" "glibc"
+printf '%-44s %8s %8s %8s\n' "" "static" "static" "dynamic"
+printf '%-44s %8s %8s %8s\n' "a no-op program" "$("$T/spawn_cost" 500 "$T/noop-musl")" \
+    "$("$T/spawn_cost" 500 "$T/noop-glibc")" "$("$T/spawn_cost" 500 "$T/noop-dynamic")"
+printf '%-44s %8s %8s %8s\n' "resview-hook --help (exec, no work)" "$("$T/spawn_cost" 500 "$HOOK" --help)" \
+    "$("$T/spawn_cost" 500 "$T/resview-hook-glibc-static" --help)" "$("$T/spawn_cost" 500 "$BUILD/resview-hook" --help)"
+export RESVIEW_CONFIG=$T/cfg-noop.json
+printf '%-44s %8s %8s %8s\n' "resview-runtime state X (pass-through + no-op)" "$("$T/spawn_cost" 500 "$SHIM" state x)" \
+    "$("$T/spawn_cost" 500 "$T/resview-runtime-glibc-static" state x)" "$("$T/spawn_cost" 500 "$BUILD/resview-runtime" state x)"
+unset RESVIEW_CONFIG
 
 echo
 echo "== peak RSS (KiB) of one create on the benchmark bundle; next runtime: a static no-op"
 gcc -static -O2 -o "$T/maxrss" "$TOP/tests/lib/maxrss.c" || exit 1
-printf 'int main(void) { return 0; }\n' >"$T/noop.c" && gcc -static -O2 -o "$T/noop" "$T/noop.c" || exit 1
-jq --arg t "$T/noop" '.runtimes = [$t]' "$T/config.json" >"$T/cfg-noop.json"
-for b in "$SHIM" "$BUILD/resview-runtime"; do
+for b in "$SHIM" "$T/resview-runtime-glibc-static" "$BUILD/resview-runtime"; do
     cp "$T/run/bundle-runc/config.pristine" "$T/run/bundle-runc/config.json"
-    printf '%-34s %s\n' "${b#$TOP/}" "$(RESVIEW_CONFIG=$T/cfg-noop.json "$T/maxrss" "$b" create --bundle "$T/run/bundle-runc" rss1)"
+    printf '%-44s %s\n' "${b#$TOP/}" "$(RESVIEW_CONFIG=$T/cfg-noop.json "$T/maxrss" "$b" create --bundle "$T/run/bundle-runc" rss1)"
 done
-printf '%-34s %s\n' "the no-op alone" "$("$T/maxrss" "$T/noop")"
+printf '%-44s %s\n' "the musl no-op alone" "$("$T/maxrss" "$T/noop-musl")"
 
 echo
 SPEC=$TOP/tests/samples/k8s-spec.json
 echo "== instructions for one create (config load + spec load, edit, rewrite, record) on $(basename "$SPEC"), $(stat -c %s "$SPEC") bytes; callgrind"
-gcc -O2 -I"$TOP/include" $(pkg-config --cflags jansson) -o "$T/create_once" "$TOP/tests/lib/create_once.c" \
-    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp libcap) || exit 1
+musl-gcc -static -O2 -I"$TOP/include" -I"$MUSL/prefix/include" -o "$T/create_once" "$TOP/tests/lib/create_once.c" \
+    "$MUSL/libresview.a" "$MUSL/prefix/lib/libseccomp.a" "$MUSL/prefix/lib/libjansson.a" || exit 1
+gcc -O2 -I"$TOP/include" $(pkg-config --cflags jansson) -o "$T/create_once-glibc" "$TOP/tests/lib/create_once.c" \
+    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp) || exit 1
 mkdir -p "$T/run/k8s"
+instr() { # LABEL PROGRAM ARGS...: instructions of one run
+    local label=$1; shift
+    RESVIEW_CONFIG=${INSTR_CONFIG:-$T/cfg-noop.json} valgrind --tool=callgrind --callgrind-out-file="$T/cg.%p" "$@" \
+        >/dev/null 2>"$T/cg.err" || { cat "$T/cg.err"; exit 1; }
+    printf '%-58s %s\n' "$label" "$(grep -o 'Collected : [0-9]*' "$T/cg.err" | grep -o '[0-9]*' | awk '{s += $1} END {print s}')"
+}
 cp "$SPEC" "$T/run/k8s/config.json"
-RESVIEW_CONFIG=$T/cfg-noop.json valgrind --tool=callgrind --callgrind-out-file="$T/cg.out" \
-    "$T/create_once" "$T/run/k8s" >/dev/null 2>"$T/cg.err" || { cat "$T/cg.err"; exit 1; }
-echo "create on a fresh spec:      $(grep -o 'Collected : [0-9]*' "$T/cg.err" | grep -o '[0-9]*') instructions"
-RESVIEW_CONFIG=$T/cfg-noop.json valgrind --tool=callgrind --callgrind-out-file="$T/cg2.out" \
-    "$T/create_once" "$T/run/k8s" >/dev/null 2>"$T/cg.err" || { cat "$T/cg.err"; exit 1; }
-echo "create on an edited spec:    $(grep -o 'Collected : [0-9]*' "$T/cg.err" | grep -o '[0-9]*') instructions (idempotent: no rewrite)"
+instr "create on a fresh spec (static musl):" "$T/create_once" "$T/run/k8s"
+instr "create on an edited spec (idempotent: no rewrite):" "$T/create_once" "$T/run/k8s"
+cp "$SPEC" "$T/run/k8s/config.json"
+instr "create on a fresh spec (dynamic glibc, with ld.so):" "$T/create_once-glibc" "$T/run/k8s"
+# FUSE, allowed by the operator; the next runtime's support from the cache
+# (runc's `features`, asked once here); the broker the shim starts is another
+# process, not counted
+jq --arg s "$T/state-fuse" '.fuse.allowed = true | .runtimes = ["runc"] | .state_dir = $s' "$T/cfg-noop.json" >"$T/cfg-fuse.json"
+jq '.annotations["resview.io/fuse"] = "true"' "$SPEC" >"$T/run/k8s/config.json"
+RESVIEW_CONFIG=$T/cfg-fuse.json "$T/create_once" "$T/run/k8s" >/dev/null 2>&1
+jq '.annotations["resview.io/fuse"] = "true"' "$SPEC" >"$T/run/k8s/config.json"
+INSTR_CONFIG=$T/cfg-fuse.json instr "create with FUSE (linux.seccomp edited, the broker started):" "$T/create_once" "$T/run/k8s"
+instr "pass-through (state X), up to the exec:" "$T/create_once" -- state bench-x
+
+# The hook with views, for a container made by runc (no hook of its own), as
+# the shim's entry runs it (root.path handed over), and reading the spec.
+# Under valgrind the hook's bounded child is a fork and the mounts take the
+# bind fallback (valgrind 3.19 knows no open_tree): parent and child summed.
+rv_bundle "$T/run/hk" '.process.args = ["/bin/true"] | .linux.resources.memory = {"limit": 536870912}'
+runc --root "$T/rh" create --bundle "$T/run/hk" hk-bench </dev/null >/dev/null 2>&1 || { echo "bench: runc create failed"; exit 1; }
+t_cleanup "runc --root '$T/rh' delete -f hk-bench"
+state=$(jq -n --arg b "$T/run/hk" --argjson p "$(runc --root "$T/rh" state hk-bench | jq .pid)" '{ociVersion: "1.0.2", id: "hk-bench", pid: $p, bundle: $b}')
+jq --arg s "$T/state" '.state_dir = $s' "$T/cfg-noop.json" >"$T/cfg-hook.json"
+hook_instr() { # LABEL ARGS...
+    local label=$1; shift
+    RESVIEW_CONFIG=$T/cfg-hook.json valgrind --tool=callgrind --callgrind-out-file="$T/cgh.%p" \
+        "$HOOK" "$@" <<<"$state" >/dev/null 2>"$T/cg.err" || { cat "$T/cg.err"; exit 1; }
+    printf '%-58s %s (%s)\n' "$label" "$(grep -o 'Collected : [0-9]*' "$T/cg.err" | grep -o '[0-9]*' | awk '{s += $1} END {print s}')" \
+        "$(jq -r '"\(.mounted | length) views, \(.status)"' "$T/state/containers/hk-bench/views")"
+}
+hook_instr "hook, handed over by the shim (--rootfs=rootfs):" --rootfs=rootfs
+hook_instr "hook reading config.json (hooks.d):"
 
 for b in "$TOP"/tests/bench.d/*.sh; do
     [ -e "$b" ] || continue

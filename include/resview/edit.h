@@ -29,7 +29,10 @@ struct rv_edit_result {
 int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_result *res,
                  struct rv_error *err);
 
-/* The hook entry alone (exposed for tests). */
-int rv_spec_add_hook(json_t *root, const struct rv_config *cfg, struct rv_error *err);
+/* The hook entry alone (exposed for tests): every resview-hook entry of the
+ * spec is taken out (a tenant's spec may carry one pretending to be ours);
+ * with on, ours goes in with the handover (hook.h), in place of the first
+ * one in hook.stage, else at its end. */
+int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct rv_error *err);
 
 #endif

@@ -14,11 +14,18 @@
 #include <stddef.h>
 #include "resview/util.h"
 
-/* Markers of what resview owns in a file ('#' comments: TOML and Slurm). */
-#define RV_MARK_BEGIN "# resview-begin: added by `resview configure`, removed by `resview configure --uninstall`"
-#define RV_MARK_END "# resview-end"
-#define RV_MARK_ADDED "  # resview-added"
-#define RV_MARK_WAS "  # resview-was: "
+/* Markers of what resview owns in a file ('#' comments: TOML and Slurm). Each
+ * is followed by a check of what it marks (16 hex digits), see engine_toml.c:
+ *   # resview-begin CHECK[ [created]|[noeol]]: added by ... --uninstall`
+ *   ...block...
+ *   # resview-end CHECK
+ *   key = value  # resview-added CHECK
+ *   key = new  # resview-was CHECK: key = old */
+#define RV_MARK_BEGIN "# resview-begin "
+#define RV_MARK_BEGIN_TAIL ": added by `resview configure`, removed by `resview configure --uninstall`"
+#define RV_MARK_END "# resview-end "
+#define RV_MARK_ADDED "  # resview-added "
+#define RV_MARK_WAS "  # resview-was "
 
 enum rv_toml_kind {
     RV_TOML_TABLE,        /* [a.b] */
@@ -71,10 +78,15 @@ char *rv_toml_quote(const char *s);
 char *rv_toml_key(const char *s);
 
 /* Take out everything resview added (the marked block, marked lines) and put
- * back the lines it replaced. *had: something was found; *created: the block
+ * back the lines it replaced; markers whose check does not match are the
+ * operator's text and stay. *had: something was found; *created: the block
  * says resview created the file. */
 int rv_marked_strip(const char *text, size_t len, char **out, size_t *outlen, bool *had,
                     bool *created, struct rv_error *err);
+/* line (n bytes, no newline) marked as inserted by resview; allocated. */
+char *rv_mark_added(const char *line, size_t n);
+/* line marked as replacing orig (put back by rv_marked_strip); allocated. */
+char *rv_mark_was(const char *line, size_t n, const char *orig, size_t on);
 /* Append block (no markers) to text (after a separating blank line), with
  * the markers; created: the file did not exist before. */
 int rv_marked_append(const char *text, size_t len, const char *block, bool created,

@@ -14,6 +14,15 @@
 #define RV_HOOK_TIMEOUT_MS 3000        /* the whole LXCFS part of one hook run */
 #define RV_VIEWS_FILE "views"
 
+/* The handover. resview-runtime has read config.json at create: it writes our
+ * entry with root.path as an argument ("--rootfs=PATH", relative to the
+ * bundle or absolute), and adds the entry only when the container wants the
+ * views. With it the hook reads no config.json; without it (hooks.d files,
+ * no shim) it reads the spec for both. Only the shim's own entry can carry
+ * it: the shim takes every other resview-hook entry out of the spec (edit.c),
+ * so a tenant's spec cannot hand anything over. */
+#define RV_HOOK_ARG_ROOTFS "--rootfs="
+
 /* The OCI state the runtime writes on the hook's stdin. */
 struct rv_hook_state {
     char id[256];
@@ -23,9 +32,12 @@ struct rv_hook_state {
 
 int rv_hook_parse_state(const char *text, size_t len, struct rv_hook_state *st,
                         struct rv_error *err);
-/* Host path of the rootfs: root.path, absolute or relative to the bundle. */
+/* Host path of the rootfs: root.path (from the spec, or handed over),
+ * absolute or relative to the bundle. */
 int rv_hook_rootfs(json_t *spec, const char *bundle, char *out, size_t size,
                    struct rv_error *err);
+int rv_hook_rootfs_path(const char *root_path, const char *bundle, char *out, size_t size,
+                        struct rv_error *err);
 
 /* The "views" record. status: "ok", "partial", "lxcfs-down", "failed". */
 json_t *rv_views_record(const struct rv_inject *req, const char *status, const char *why);

@@ -11,7 +11,7 @@
 /* Where to look on the host; tests point these at temporary trees. */
 struct rv_host {
     char cgroup_root[PATH_MAX];   /* /sys/fs/cgroup */
-    char self_cgroup[PATH_MAX];   /* /proc/self/cgroup (relative cgroupsPath) */
+    char self_cgroup[PATH_MAX];   /* /proc/self/cgroup (empty or relative cgroupsPath) */
     char cpu_online[PATH_MAX];    /* /sys/devices/system/cpu/online */
     char dev_dir[PATH_MAX];       /* /dev (nvidia device nodes) */
 };
@@ -34,8 +34,11 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
 /* Number of CPUs in a cpuset list ("0-3,8"); -1 if malformed. */
 int rv_cpulist_count(const char *s);
 /* Expand linux.cgroupsPath into a cgroup path from the hierarchy root
- * ("/kubepods.slice/kubepods-burstable.slice/.../cri-containerd-ID.scope"). */
-int rv_cgroup_path(const char *cgroups_path, bool systemd_hint, const char *self_cgroup_file,
+ * ("/kubepods.slice/kubepods-burstable.slice/.../cri-containerd-ID.scope").
+ * A relative path is joined to our own cgroup (self_cgroup_file, as
+ * /proc/PID/cgroup) in the hierarchy of controller ctrl ("cpu", "cpuset",
+ * "memory"; NULL: the unified hierarchy), as runc does. */
+int rv_cgroup_path(const char *cgroups_path, const char *ctrl, const char *self_cgroup_file,
                    char *out, size_t size, struct rv_error *err);
 
 #endif

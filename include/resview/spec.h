@@ -7,18 +7,36 @@
 
 #define RV_SPEC_MAX (16u << 20)   /* a spec larger than 16 MiB is refused */
 
+/* The members of config.json resview reads or writes (spec.c): root holds
+ * only these; the rest stays text and is written back byte for byte. */
+extern const struct rv_json_want rv_spec_members[];
+
 struct rv_spec {
     int dirfd;            /* the bundle directory */
     char bundle[4096];
-    json_t *root;
+    char file[256];       /* the spec's file name in dirfd: config.json, or crun --config's */
+    json_t *root;         /* the members of rv_spec_members only */
+    const struct rv_json_want *members;  /* what root holds */
+    struct rv_json_skips skips;          /* what it does not */
     struct stat st;       /* of config.json as loaded: mode and owner to keep */
-    char *text;           /* original bytes, to skip a rewrite that changes nothing */
+    char *text;           /* original bytes: written back around the edited members */
     size_t len;
 };
 
+/* Load every member but linux.seccomp, which only the FUSE grant needs. */
 int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err);
-/* Parse from memory (tests, fuzzing, `resview env --spec`). dirfd = -1. */
+/* The same with another spec file (relative to the bundle, or absolute:
+ * crun --config FILE); NULL: config.json. */
+int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
+                      struct rv_error *err);
+/* Load everything in rv_spec_members: before any edit (it starts again). */
+int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err);
+/* Parse from memory, every member (tests, fuzzing, `resview env --spec`). dirfd = -1. */
 int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err);
+/* The document as edited: the original text with the edited members spliced
+ * in. *changed: whether it differs from the original. Caller frees *out. */
+int rv_spec_render(const struct rv_spec *spec, char **out, size_t *len, bool *changed,
+                   struct rv_error *err);
 /* Write back atomically if the document changed. *changed tells. */
 int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err);
 void rv_spec_free(struct rv_spec *spec);

@@ -67,7 +67,7 @@ for name, _ in arms:
 PY
 echo "== FUSE: in-process cost of the edit (parse + grant + serialize, 1000 times)"
 gcc -std=gnu11 -O2 -Iinclude $(pkg-config --cflags jansson) -o "$T/edit-cost" "$TOP/tests/fuse/edit-cost.c" \
-    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp libcap) || exit 1
+    "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp) || exit 1
 echo "spec without seccomp (loads profiles/seccomp.json):"
 "$T/edit-cost" "$T/bundle-resview+fuse/config.pristine" "$TOP/profiles/seccomp.json" 1000
 echo "spec with docker's profile shape:"

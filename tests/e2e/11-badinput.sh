@@ -81,5 +81,25 @@ t_contains "the JSON log line carries the message" "$(jq -r .msg "$T/engine.log"
 t_contains "text --log gets logrus-style lines" "$(cat "$T/engine.txt")" 'level=error msg="'
 t_contains "the event log names the container" "$(cat "$T/resview.log")" "id=x1"
 
+# Hostile text in the message (a bundle path the engine passes on): escaped
+# exactly as runc's own logrus does, in both formats; compared with the real
+# runc, whose error names the same path.
+hostile=('q"uote level=info msg="forged' $'new\nline\r\ttab' 'back\\slash<&>' $'ctl\x01\x1b[0m\x7f'
+         $'utf8 caf\u00e9 \U0001F600' $'bytes \xff\xc0\xaf' $'spaces\u00a0\u2028\u202e\U000E0001')
+i=0
+for h in "${hostile[@]}"; do
+    i=$((i + 1)); b=$T/nope/$h
+    for fmt in text json; do
+        rm -f "$T/runc.$fmt" "$T/ours.$fmt"
+        runc --root "$T/runc-root" --log "$T/runc.$fmt" --log-format $fmt create --bundle "$b" h$i 2>/dev/null
+        "$RUNTIME" --root "$T/runc-root" --log "$T/ours.$fmt" --log-format $fmt create --bundle "$b" h$i 2>/dev/null
+        theirs=$(LC_ALL=C sed -n 's/.*chdir \(.*\): no such file or directory.*/\1/p' "$T/runc.$fmt")
+        ours=$(LC_ALL=C sed -n 's/.*bundle `\(.*\)`: No such file or directory.*/\1/p' "$T/ours.$fmt")
+        t_eq "runc --log-format $fmt: hostile message $i escaped as runc escapes it" "$ours" "${theirs:-(runc logged no such line)}"
+        t_eq "... one line, fields time, level, msg" "$(wc -l <"$T/ours.$fmt") $(LC_ALL=C grep -c '^time="[^"]*" level=error msg="' "$T/ours.$fmt")" \
+            "1 $([ $fmt = text ] && echo 1 || echo 0)"
+    done
+done
+
 # the good bundle was never touched by all of the above
 t_ok "good bundle still untouched (no hook yet)" sh -c "! grep -q resview-hook '$T/good/config.json'"

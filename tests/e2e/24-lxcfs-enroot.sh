@@ -38,9 +38,9 @@ start_ns() {
     [ "$(readlink /proc/$NS_PID/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] || { echo "not ok - no namespace for $1"; exit 1; }
     nsenter -t "$NS_PID" -m sh -c "mount -t proc proc $r/proc && mount -t sysfs sysfs $r/sys"
 }
-run_enroot_hook() { # PID NAME
-    ENROOT_PID=$1 ENROOT_ROOTFS=$T/$2/rootfs ENROOT_ENVIRON=$T/$2/environ RESVIEW_CONFIG=$T/config.json \
-        RESVIEW_HOOK=$HOOK sh "$TOP/hooks/enroot/50-resview.sh"
+run_enroot_hook() { # PID NAME (the hook's own environment is the job's: only these here)
+    env -i PATH="$PATH" ENROOT_PID=$1 ENROOT_ROOTFS=$T/$2/rootfs ENROOT_ENVIRON=$T/$2/environ \
+        RESVIEW_CONFIG=$T/config.json RESVIEW_HOOK=$HOOK sh "$TOP/hooks/enroot/50-resview.sh"
 }
 
 start_ns job; pid=$NS_PID

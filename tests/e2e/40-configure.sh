@@ -39,6 +39,8 @@ round crio crio.conf --set-as-default
 round podman containers.conf --set-as-default
 round docker daemon.json --set-as-default
 round slurm oci.conf
+# the operator's lines and comments that look like resview's markers survive both ways
+round containerd containerd-lookalike.toml --set-as-default
 
 refuse containerd containerd-v1.toml "containerd config migrate"
 refuse containerd containerd-dotted.toml "dotted keys"
@@ -48,6 +50,11 @@ refuse crio bad-string.toml "line 3: unterminated string"
 refuse podman bad-array.toml "not valid TOML"
 refuse docker bad-daemon.json "daemon.json"
 refuse slurm bad-oci.conf "expected \`Key=Value\`"
+# a runtimes.resview entry resview did not write is neither taken over nor removed
+refuse docker daemon-foreign.json "not written by resview"
+cp "$S/daemon-foreign.json" "$T/foreign.json"
+"$CLI" configure --engine=docker --config "$T/foreign.json" --uninstall >/dev/null 2>&1
+t_ok "docker daemon-foreign.json: --uninstall leaves the operator's entry and default-runtime" cmp "$T/foreign.json" "$S/daemon-foreign.json"
 
 # files that did not exist: created, then removed by --uninstall
 for e in containerd docker crio podman slurm enroot; do

@@ -101,8 +101,8 @@ t_not_contains "pod annotation resview.io/env=false passed through (pod_annotati
 ctd_stop
 t_ok "configure --set-as-default" "$CLI" configure --engine=containerd --config "$T/ctd/config.toml" \
     --runtime-path "$RUNTIME" --set-as-default
-t_contains "default_runtime_name changed in place, old line kept" "$(cat "$T/ctd/config.toml")" \
-    'default_runtime_name = "resview"  # resview-was:     default_runtime_name = "runc"'
+t_ok "default_runtime_name changed in place, old line kept" grep -qE \
+    'default_runtime_name = "resview"  # resview-was [0-9a-f]{16}:     default_runtime_name = "runc"$' "$T/ctd/config.toml"
 ctd_start "$ctd_cri" || exit 1
 scenario pod3 '{}' '[{"name": "c", "image": "'$IMG'", "command": ["/bin/env"], "cpu_period": 100000, "cpu_quota": 150000}]' "" >"$T/pod3.json"
 mkdir -p "$T/podlogs/pod3"

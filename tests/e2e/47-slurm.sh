@@ -1,14 +1,19 @@
 #!/bin/bash
 # 47-slurm.sh - Slurm (Debian's slurmctld/slurmd 22.05 with munge) on private
-# ports and directories: `srun --container` through a site oci.conf (runc
-# `run`), then the same oci.conf routed through resview-runtime by `resview
-# configure --engine=slurm`, then restored by --uninstall.
+# ports and directories, with task/cgroup on cgroup v1 as sites run it:
+# `srun --container` through a site oci.conf (runc `run`), then the same
+# oci.conf routed through resview-runtime by `resview configure
+# --engine=slurm` (a job's own allocation: the cpuset and memory cgroups Slurm
+# made for it), then restored by --uninstall.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 for b in slurmctld slurmd srun munged; do
     command -v $b >/dev/null || { echo "not ok - $b missing (make deps installs tests/deps.d/engines.txt)"; exit 1; }
 done
 
+export LXCFS_DIR=$T/lxcfs
+lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
+t_cleanup "lxcfs_stop $LXCFS_DIR"
 rv_config "$T/config.json"
 # slurmstepd does not hand its environment to the runtime: a wrapper passes the test configuration
 printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/resview-runtime"
@@ -48,14 +53,23 @@ SlurmctldPidFile=$T/ctld.pid
 SlurmdPidFile=$T/slurmd.pid
 SlurmctldLogFile=$T/ctld.log
 SlurmdLogFile=$T/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
-NodeName=$NODE NodeHostname=$H NodeAddr=127.0.0.1 CPUs=$(nproc --all) State=UNKNOWN
+NodeName=$NODE NodeHostname=$H NodeAddr=127.0.0.1 CPUs=$(nproc --all) RealMemory=1024 State=UNKNOWN
 PartitionName=rv Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+# Debian's Slurm (built for several slurmd on one host) makes its cgroups
+# under /slurm_<NodeName> of each v1 hierarchy: private to this run.
+cat >"$T/cgroup.conf" <<CONF
+CgroupPlugin=cgroup/v1
+ConstrainCores=yes
+ConstrainRAMSpace=yes
 CONF
 # the site's oci.conf (Slurm 22.05: runc `run`, no %U)
 cat >"$T/oci.conf" <<CONF
@@ -77,7 +91,7 @@ t_cleanup "_stop_pid $SLURMD_PID"
 wait_for sh -c "sinfo -h -n $NODE -o %t | grep -q idle" || { echo "not ok - slurmd did not register"; tail -5 "$T/slurmd.log"; exit 1; }
 
 rv_bundle "$T/b" '.process.args = ["/bin/env"] | .linux.resources.cpu = {quota: 150000, period: 100000}'
-srun_c() { timeout 120 srun -N1 -n1 -w "$NODE" --container="$T/b" /bin/env 2>&1; }
+srun_c() { timeout 120 srun -N1 -n1 -c2 -w "$NODE" --container="$T/b" /bin/env 2>&1; }
 
 out=$(srun_c)
 t_contains "srun --container with the site's runc lines runs" "$out" "SLURM_JOB_ID="
@@ -88,7 +102,22 @@ out=$(srun_c)
 t_contains "srun --container through resview: GOMAXPROCS=2 (1.5 CPUs)" "$out" "GOMAXPROCS=2"
 t_contains "srun --container through resview: OMP_NUM_THREADS=2" "$out" "OMP_NUM_THREADS=2"
 t_contains "the shim ran for the Slurm step (log)" "$(cat "$T/resview.log" 2>/dev/null)" "id=$NODE.root."
-t_not_contains "a real Slurm job: resview adds no SLURM_CPUS_PER_TASK" "$out" "SLURM_CPUS_PER_TASK"
+t_eq "a real Slurm job: resview adds no SLURM_* (Slurm's own SLURM_CPUS_PER_TASK only)" \
+    "$(grep '^SLURM_CPUS_PER_TASK=' <<<"$out")" "SLURM_CPUS_PER_TASK=2"
+
+# A job's own allocation, as task/cgroup made it: the task sits at cpu:/,
+# cpuset:/slurm/uid_0/job_N/step_0 and memory:/slurm/uid_0/job_N/step_0/task_0
+# (the bundle, as users write them, has no cgroupsPath).
+rv_bundle "$T/b2" 'del(.linux.cgroupsPath)'
+out=$(timeout 120 srun -N1 -n1 -c1 --mem=512M -w "$NODE" --container="$T/b2" \
+    /bin/sh -c 'env; grep MemTotal /proc/meminfo; cat /proc/self/cgroup' 2>&1)
+t_contains "srun -c1 --mem=512M: the job's cpuset cgroup is Slurm's" "$out" ":cpuset:/slurm_$NODE/uid_0/job_"
+t_contains "srun -c1 --mem=512M: GOMAXPROCS=1 (the job's cpuset)" "$out" "GOMAXPROCS=1"
+t_contains "... OMP_NUM_THREADS=1" "$out" "OMP_NUM_THREADS=1"
+t_eq "... Slurm's own SLURM_CPUS_PER_TASK, once" "$(grep '^SLURM_CPUS_PER_TASK=' <<<"$out")" "SLURM_CPUS_PER_TASK=1"
+t_eq "... no SLURM_MEM_PER_NODE added inside a real job (srun sets none)" "$(grep -c '^SLURM_MEM_PER_NODE=' <<<"$out")" "0"
+t_contains "... the memory limit, seen through LXCFS" "$out" "MemTotal:         524288 kB"
+t_contains "... and found by resview-runtime in the job's memory cgroup" "$(cat "$T/resview.log")" "mem_mib=512"
 
 t_ok "configure --uninstall" "$CLI" configure --engine=slurm --config "$T/oci.conf" --uninstall
 t_ok "oci.conf restored byte for byte" cmp "$T/oci.conf" "$T/oci.conf.orig"

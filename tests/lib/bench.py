@@ -70,7 +70,8 @@ for n in med:
         print("%-14s over %-5s: %+.2f ms median (%.3fx)" % (n, base, med[n] - med[base], med[n] / med[base]))
 for n in med:
     wrapper, _, base = n.partition("+")
-    floor = "exec+" + base
-    if wrapper not in ("exec", "") and base and floor in med:
-        print("%-14s over %-10s: %+.2f ms median (resview's own work beyond one exec per call)"
-              % (n, floor, med[n] - med[floor]))
+    if not base or wrapper.endswith("exec"):
+        continue
+    for floor in [f for f in med if f.endswith("exec+" + base)]:
+        print("%-14s over %-16s: %+.2f ms median (%s's own work beyond one exec per call)"
+              % (n, floor, med[n] - med[floor], wrapper))

@@ -14,6 +14,8 @@
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-$TOP/build}
+# The binaries under test: `make check` and `make e2e` set the static musl ones
+# (what gets installed); run directly, the glibc development build.
 RUNTIME=${RUNTIME_BIN:-$BUILD/resview-runtime}
 HOOK=${HOOK_BIN:-$BUILD/resview-hook}
 CLI=$BUILD/resview

@@ -18,12 +18,14 @@ static char *edit(const char *text, struct rv_error *err)
     struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host };
     struct rv_edit_result res;
     size_t len;
+    bool changed;
 
     free(out);
     out = NULL;
     if (rv_spec_parse(&spec, text, strlen(text), err) < 0)
         return NULL;
-    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 || rv_json_dump(spec.root, &out, &len, err) < 0) {
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
+        rv_spec_render(&spec, &out, &len, &changed, err) < 0) {
         rv_spec_free(&spec);
         return NULL;
     }
@@ -92,9 +94,27 @@ int main(void)
     ok(out == NULL && has(err.msg, "fuse.allowed"), "FUSE refused when not allowed: %s", err.msg);
     cfg.fuse_allowed = true;
 
-    /* hook entry present already (hooks.d, an earlier shim): not added twice */
+    /* hook entry present already (hooks.d, an earlier shim, a tenant's own
+     * spec): only ours stays, once, with the handover */
     out = edit("{\"hooks\":{\"createRuntime\":[{\"path\":\"/opt/x/resview-hook\"}]}}", &err);
-    ok(count(out, "resview-hook") == 1, "existing resview-hook in another stage is respected");
+    ok(count(out, "resview-hook") == 2 && has(out, "\"createRuntime\":[]") &&
+       has(out, "\"prestart\":[{\"path\":\"/usr/local/bin/resview-hook\",\"args\":[\"resview-hook\"]"),
+       "a resview-hook entry in another stage is replaced by ours");
+    out = edit("{\"root\":{\"path\":\"rootfs\"},\"hooks\":{\"prestart\":[{\"path\":\"/x/oci-a\"},"
+               "{\"path\":\"/usr/local/bin/resview-hook\",\"args\":[\"resview-hook\",\"--rootfs=/etc\"],"
+               "\"env\":[\"RESVIEW_CONFIG=/tenant/evil.json\"]},{\"path\":\"/x/oci-b\"}],"
+               "\"poststart\":[{\"path\":\"/opt/t/resview-hook\",\"args\":[\"resview-hook\",\"--enroot\"],"
+               "\"env\":[\"ENROOT_PID=1\",\"ENROOT_ROOTFS=/\"]}]}}", &err);
+    ok(out && has(out, "\"prestart\":[{\"path\":\"/x/oci-a\"},{\"path\":\"/usr/local/bin/resview-hook\","
+                       "\"args\":[\"resview-hook\",\"--rootfs=rootfs\"],\"timeout\":10},{\"path\":\"/x/oci-b\"}]") &&
+       !has(out, "/etc") && !has(out, "evil") && !has(out, "ENROOT") && count(out, "resview-hook") == 2,
+       "a tenant's entries pretending to be ours go: the one left is ours, in place, with root.path handed over");
+    again = out ? strdup(out) : NULL;
+    ok(again && (out = edit(again, &err)) && strcmp(out, again) == 0, "and a second edit changes nothing");
+    free(again);
+    out = edit("{\"annotations\":{\"resview.io/lxcfs\":\"false\"},\"hooks\":{\"prestart\":"
+               "[{\"path\":\"/usr/local/bin/resview-hook\"}]}}", &err);
+    ok(out && !has(out, "resview-hook"), "views off: a hooks.d entry goes too (one exec less)");
     out = edit("{\"hooks\":{\"prestart\":[{\"path\":\"/usr/bin/nvidia-container-runtime-hook\",\"args\":[\"x\",\"prestart\"]}]}}", &err);
     ok(has(out, "nvidia-container-runtime-hook") && count(out, "\"path\":\"/usr/local/bin/resview-hook\"") == 1, "other hooks kept, ours appended");
     strcpy(cfg.hook_stage, "createRuntime");
@@ -118,6 +138,48 @@ int main(void)
     ok(has(out, "\"hard\":18446744073709551615") && has(out, "\"soft\":-9223372036854775809"), "uint64 rlimits kept exactly");
     ok(has(out, "[9223372036854775807,-9223372036854775808,1e400,0.1]") && has(out, "\"s\":\"18446744073709551615\""),
        "int64 bounds stay integers, reals keep their text, strings stay strings");
+    {
+        json_t *j = NULL;
+        char *d = NULL;
+        size_t dl;
+        ok(rv_json_parse("[-1,-9,-0,0,-10]", 16, "t", &j, &err) == 0 &&
+           json_integer_value(json_array_get(j, 0)) == -1 && json_integer_value(json_array_get(j, 1)) == -9 &&
+           json_is_integer(json_array_get(j, 3)) && json_integer_value(json_array_get(j, 4)) == -10 &&
+           rv_json_dump(j, &d, &dl, &err) == 0 && strcmp(d, "[-1,-9,-0,0,-10]") == 0,
+           "one-digit negative integers are integers; -0 keeps its text");
+        json_decref(j);
+        free(d);
+    }
+
+    /* the edit splices: members resview does not write keep their bytes */
+    {
+        const char *pretty = "{\n  \"ociVersion\" : \"1.0.2\",\n  \"process\": {\n    \"args\": [ \"sh\" ],\n"
+                             "    \"env\": [ \"PATH=/bin\" ],\n    \"cwd\": \"/\\u0041\"\n  },\n"
+                             "  \"mounts\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n"
+                             "  \"annotations\": { \"a\": \"b\" }\n}\n";
+        out = edit(pretty, &err);
+        ok(out && has(out, "\"mounts\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n") &&
+           has(out, "{\n  \"ociVersion\" : \"1.0.2\",\n  \"process\": {\n    \"args\": [ \"sh\" ],\n    \"env\": [\"PATH=/bin\",") &&
+           has(out, "\n    \"cwd\": \"/\\u0041\"\n  },\n") && has(out, "\"annotations\": { \"a\": \"b\" }") &&
+           has(out, "\"hooks\":{\"prestart\"") && out[strlen(out) - 1] == '\n',
+           "untouched members keep their bytes, whitespace and escapes; only env and hooks are written");
+        again = out ? strdup(out) : NULL;
+        ok(again && (out = edit(again, &err)) && strcmp(out, again) == 0, "and a second edit leaves it as it is");
+        free(again);
+    }
+    {
+        /* a member nobody declared for loading must not be written around */
+        struct rv_spec spec;
+        char *o = NULL;
+        size_t ol;
+        bool changed;
+        ok(rv_spec_parse(&spec, "{\"mounts\":[1],\"process\":{}}", 27, &err) == 0 &&
+           json_object_set_new(spec.root, "mounts", json_array()) == 0 &&
+           rv_spec_render(&spec, &o, &ol, &changed, &err) < 0 && has(err.msg, "never loaded"),
+           "an edit of a member that was not loaded fails the render (instead of losing it)");
+        rv_spec_free(&spec);
+        free(o);
+    }
 
     /* variables from the configuration */
     {

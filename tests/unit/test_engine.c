@@ -126,6 +126,60 @@ static void created(const char *engine, const char *name, const char *expect)
        "%s new %s: uninstall removes the file it created", engine, name);
 }
 
+/* Text that looks like resview's markers but is the operator's: kept by
+ * configure and by --uninstall; and our own block, once the operator edits
+ * it, is the operator's too. */
+static void lookalikes(void)
+{
+    char src[512], file[512], bak[512];
+    struct rv_error err = { 0 };
+    size_t len;
+    char *t;
+
+    round_trip("containerd", "containerd-lookalike.toml", true, "default_runtime_name = \"resview\"");
+    snprintf(src, sizeof(src), "%s/containerd-lookalike.toml", samples);
+    snprintf(file, sizeof(file), "%s/lookalike.toml", dir);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    copy(src, file);
+    unlink(bak);
+    ok(run("containerd", file, true, false, &err) == 0, "lookalikes: configured (%s)", err.msg);
+    t = slurp(file, &len);
+    ok(t && strstr(t, "oom_score = -999  # resview-added\n") &&
+       strstr(t, "sandbox_image = \"registry.k8s.io/pause:3.9\"  # resview-added 0123456789abcdef\n") &&
+       strstr(t, "snapshotter = \"overlayfs\"  # resview-was 0123456789abcdef: snapshotter = \"native\"\n") &&
+       strstr(t, "\n# resview-end\n# resview-end 0123456789abcdef\n") &&
+       strstr(t, "\n# resview-begin: added by `resview configure`, removed by `resview configure --uninstall`\n"),
+       "lookalikes: the operator's lines are all still there");
+    free(t);
+
+    /* the operator edits inside our block: it is theirs now */
+    t = slurp(file, &len);
+    char *p = t ? strstr(t, "container_annotations = [\"resview.io/*\"]") : NULL;
+    if (p) {
+        memcpy(p, "container_annotations = [\"resview.io/x\"]", 40);
+        FILE *f = fopen(file, "w");
+        fwrite(t, 1, len, f);
+        fclose(f);
+    }
+    ok(run("containerd", file, false, true, &err) == 0, "edited block: uninstall runs (%s)", err.msg);
+    free(t);
+    t = slurp(file, &len);
+    ok(p && t && strstr(t, "resview.io/x") && strstr(t, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.resview]"),
+       "edited block: left as the operator's");
+    ok(t && !strstr(t, "default_runtime_name = \"resview\""), "... while the untouched marked line is put back");
+    free(t);
+    ok(run("containerd", file, false, false, &err) < 0 && strstr(err.msg, "not written by resview"),
+       "edited block: configure refuses to take it over (%s)", err.msg);
+
+    /* docker: a runtimes.resview entry resview did not write */
+    refused("docker", "daemon-foreign.json", "not written by resview");
+    snprintf(src, sizeof(src), "%s/daemon-foreign.json", samples);
+    snprintf(file, sizeof(file), "%s/daemon-foreign.json", dir);
+    copy(src, file);
+    ok(run("docker", file, false, true, &err) == 0 && same_file(file, src),
+       "docker: --uninstall leaves the operator's runtimes.resview and default-runtime");
+}
+
 static void scanner(void)
 {
     struct rv_toml doc;
@@ -189,6 +243,7 @@ int main(void)
     if (!mkdtemp(dir))
         return 1;
     scanner();
+    lookalikes();
     round_trip("containerd", "containerd-v2.toml", true, "SystemdCgroup = true");
     round_trip("containerd", "containerd-v2.toml", false, "container_annotations = [\"resview.io/*\"]");
     round_trip("containerd", "containerd-v3.toml", true, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.resview.options]");

@@ -67,21 +67,27 @@ int main(void)
        rv_cpulist_count("1,,2") == -1 && rv_cpulist_count("0-99999999") == -1, "cpulist rejects junk");
 
     /* cgroupsPath forms */
-    ok(rv_cgroup_path("kubepods-burstable-pod12.slice:cri-containerd:abc", false, "/nonexistent", cg, sizeof(cg), &err) == 0, "systemd path parses");
+    ok(rv_cgroup_path("kubepods-burstable-pod12.slice:cri-containerd:abc", "cpu", "/nonexistent", cg, sizeof(cg), &err) == 0, "systemd path parses");
     ok_str(cg, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12.slice/cri-containerd-abc.scope", "systemd slice expansion");
-    ok(rv_cgroup_path("system.slice:docker:abc", false, "/x", cg, sizeof(cg), &err) == 0, "docker systemd path");
+    ok(rv_cgroup_path("system.slice:docker:abc", "cpu", "/x", cg, sizeof(cg), &err) == 0, "docker systemd path");
     ok_str(cg, "/system.slice/docker-abc.scope", "docker systemd path expanded");
-    ok(rv_cgroup_path(":podman:abc", false, "/x", cg, sizeof(cg), &err) == 0, "empty slice");
+    ok(rv_cgroup_path(":podman:abc", "cpu", "/x", cg, sizeof(cg), &err) == 0, "empty slice");
     ok_str(cg, "/system.slice/podman-abc.scope", "empty slice defaults to system.slice");
-    rv_cgroup_path("/kubepods/burstable/podX/ID", false, "/x", cg, sizeof(cg), &err);
+    rv_cgroup_path("/kubepods/burstable/podX/ID", "memory", "/x", cg, sizeof(cg), &err);
     ok_str(cg, "/kubepods/burstable/podX/ID", "plain absolute path");
     {
         char self[600];
         snprintf(self, sizeof(self), "%s/self_cgroup", base);
-        rv_cgroup_path("job1/step", false, self, cg, sizeof(cg), &err);
+        rv_cgroup_path("job1/step", "cpu", self, cg, sizeof(cg), &err);
         ok_str(cg, "/user.slice/session-1.scope/job1/step", "relative path joins our own cpu cgroup");
+        rv_cgroup_path("job1/step", "cpuacct", self, cg, sizeof(cg), &err);
+        ok_str(cg, "/user.slice/session-1.scope/job1/step", "... in the cpu,cpuacct hierarchy for cpuacct too");
+        rv_cgroup_path("job1/step", NULL, self, cg, sizeof(cg), &err);
+        ok_str(cg, "/user.slice/job1/step", "... and our unified cgroup on v2");
+        rv_cgroup_path("job1/step", "memory", self, cg, sizeof(cg), &err);
+        ok_str(cg, "/job1/step", "... and the root for a controller we are not in");
     }
-    ok(rv_cgroup_path("bad-.slice:p:n", false, "/x", cg, sizeof(cg), &err) < 0, "invalid slice rejected");
+    ok(rv_cgroup_path("bad-.slice:p:n", "cpu", "/x", cg, sizeof(cg), &err) < 0, "invalid slice rejected");
 
     /* v1: quota in the spec only */
     put("v1/cpu/.keep", "");
@@ -146,6 +152,50 @@ int main(void)
     ok(compute("{\"linux\":{\"cgroupsPath\":\"kubepods-burstable-pod9.slice:cri-containerd:abc\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0, "v2 systemd");
     ok(l.cpus == 3, "v2 pod cpu.max 2.5 -> 3 (got %u)", l.cpus);
     ok(l.has_mem && l.mem_mib == 2048, "v2 pod memory.max 2 GiB");
+
+
+    /* Slurm task/cgroup on v1 (Debian's 22.05): each controller of a task at
+     * its own path. cpu is not constrained (the task stays at cpu:/), the
+     * cpuset at the step, memory at the task; limits sit at the job and step. */
+    put("v1s/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+    put("v1s/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+    put("v1s/cpuset/cpuset.effective_cpus", "0-127\n");
+    put("v1s/cpuset/slurm/cpuset.effective_cpus", "0-127\n");
+    put("v1s/cpuset/slurm/uid_1000/job_42/cpuset.effective_cpus", "4-5\n");
+    put("v1s/cpuset/slurm/uid_1000/job_42/step_0/cpuset.effective_cpus", "5\n");
+    put("v1s/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    put("v1s/memory/slurm/uid_1000/job_42/memory.limit_in_bytes", "1073741824\n");
+    put("v1s/memory/slurm/uid_1000/job_42/step_0/memory.limit_in_bytes", "536870912\n");
+    put("v1s/memory/slurm/uid_1000/job_42/step_0/task_0/memory.limit_in_bytes", "9223372036854771712\n");
+    put("slurm_cgroup", "13:freezer:/slurm/uid_1000/job_42/step_0\n"
+                        "12:memory:/slurm/uid_1000/job_42/step_0/task_0\n"
+                        "11:cpuset:/slurm/uid_1000/job_42/step_0\n"
+                        "4:cpu,cpuacct:/\n1:name=systemd:/system.slice/slurmd.service\n0::/system.slice/slurmd.service\n");
+    host(&h, "v1s");
+    snprintf(h.self_cgroup, sizeof(h.self_cgroup), "%s/slurm_cgroup", base);
+    ok(compute("{}", &h, RV_ROUND_CEIL, &l, &err) == 0, "Slurm task (v1): no cgroupsPath");
+    ok(l.cpus == 1, "Slurm task: the step's cpuset of 1 CPU (got %u: %s)", l.cpus, l.cpus_why);
+    ok(strstr(l.cpus_why, "job_42/step_0/cpuset.effective_cpus") != NULL, "... named in the reason");
+    ok(l.has_mem && l.mem_mib == 512, "Slurm task: the step's 512 MiB above the task (got %llu: %s)",
+       (unsigned long long)l.mem_mib, l.mem_why);
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"runc-ctr\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.cpus == 1 && l.mem_mib == 512, "Slurm task: a relative cgroupsPath sits below each controller's own path");
+    put("v1s/cpu,cpuacct/cpu.cfs_quota_us", "50000\n");
+    compute("{}", &h, RV_ROUND_CEIL, &l, &err);
+    ok(l.cpus == 1 && strstr(l.cpus_why, "CPU quota") != NULL, "the cpu hierarchy is still read at its own path (the root)");
+    put("v1s/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+
+    /* the same on v2: one unified path, its ancestors */
+    put("v2s/cgroup.controllers", "cpuset cpu io memory pids\n");
+    put("v2s/system.slice/slurmstepd.scope/job_42/cpuset.cpus.effective", "2-3\n");
+    put("v2s/system.slice/slurmstepd.scope/job_42/memory.max", "805306368\n");
+    put("v2s/system.slice/slurmstepd.scope/job_42/step_0/memory.max", "max\n");
+    put("v2s/system.slice/slurmstepd.scope/job_42/step_0/user/task_0/cpu.max", "max 100000\n");
+    put("slurm_cgroup2", "0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0\n");
+    host(&h, "v2s");
+    snprintf(h.self_cgroup, sizeof(h.self_cgroup), "%s/slurm_cgroup2", base);
+    ok(compute("{}", &h, RV_ROUND_CEIL, &l, &err) == 0 && l.cpus == 2 && l.has_mem && l.mem_mib == 768,
+       "Slurm task (v2): the job's cpuset and memory.max (got %u, %llu)", l.cpus, (unsigned long long)l.mem_mib);
 
     /* gpus */
     put("dev/nvidia0", "");
