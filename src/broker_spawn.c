@@ -64,9 +64,9 @@ static pid_t socket_pid(const char *name)
     return (pid_t)pid;
 }
 
-/* A live broker (this binary run as RV_BROKER_NAME) and, if id is given,
- * one serving that container (its --id). */
-static bool pid_is_broker(pid_t pid, const char *id)
+/* The broker listening on path: this binary run as RV_BROKER_NAME with
+ * --socket path. */
+static bool broker_at(pid_t pid, const char *path)
 {
     char p[64], cmd[1024];
     const char *base;
@@ -81,25 +81,25 @@ static bool pid_is_broker(pid_t pid, const char *id)
     base = strrchr(cmd, '/');
     if (strcmp(base ? base + 1 : cmd, RV_BROKER_NAME) != 0)
         return false;
-    for (const char *a = cmd; id && a < cmd + n; a += strlen(a) + 1)
-        if (strcmp(a, "--id") == 0)
-            return a + 5 < cmd + n && strcmp(a + 5, id) == 0;
-    return !id;
+    for (const char *a = cmd; a < cmd + n; a += strlen(a) + 1)
+        if (strcmp(a, "--socket") == 0)
+            return a + 9 < cmd + n && strcmp(a + 9, path) == 0;
+    return false;
 }
 
-/* A socket a broker listens on: the broker named by its pid, or (a broker
- * started again for exec sessions binds the old name) one that accepts. */
-static bool socket_live(int dfd, const char *name, pid_t pid, const char *id)
+/* A socket a broker listens on: the broker its name carries the pid of, or
+ * (a broker started again for exec sessions binds the old name) one that
+ * accepts a connection. */
+static bool socket_live(const char *path)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char p[64];
+    const char *name = strrchr(path, '/');
+    pid_t pid = socket_pid(name ? name + 1 : path);
     cleanup_close int s = -1;
 
-    if (pid && pid_is_broker(pid, id))
+    if (pid && broker_at(pid, path))
         return true;
-    /* connect through /proc/self/fd/DFD/NAME: short, whatever the directory */
-    if (rv_snprintf(p, sizeof(p), "/proc/self/fd/%d/", dfd) < 0 ||
-        rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s%s", p, name) < 0)
+    if (rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) < 0)
         return false;
     s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     return s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
@@ -108,17 +108,16 @@ static bool socket_live(int dfd, const char *name, pid_t pid, const char *id)
 bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path)
 {
     char dir[PATH_MAX];
-    size_t dl;
-    pid_t pid;
+    size_t dl, il = strlen(id);
 
     if (rv_snprintf(dir, sizeof(dir), "%s/%s/", cfg->state_dir, RV_BROKER_DIR) < 0)
         return false;
     dl = strlen(dir);
-    if (strncmp(path, dir, dl) != 0 || strchr(path + dl, '/') || !(pid = socket_pid(path + dl)))
+    /* one of our names for this container: <dir>/<id, maybe cut>.<pid>.sock */
+    if (strncmp(path, dir, dl) != 0 || strchr(path + dl, '/') || !socket_pid(path + dl) ||
+        strncmp(path + dl, id, strcspn(path + dl, ".") < il ? strcspn(path + dl, ".") : il) != 0)
         return false;
-    dir[dl - 1] = '\0';
-    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    return dfd >= 0 && socket_live(dfd, path + dl, pid, id);
+    return socket_live(path);
 }
 
 /* Count the sockets in dir; with unlink_stale, remove those of brokers that
@@ -134,10 +133,10 @@ static int scan(const char *dir, bool unlink_stale, unsigned *live, unsigned *st
         return -1;
     dfd = dirfd(d);
     while ((de = readdir(d))) {
-        pid_t pid = socket_pid(de->d_name);
-        if (!pid)
+        char path[PATH_MAX];
+        if (!socket_pid(de->d_name) || rv_snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < 0)
             continue;
-        if (socket_live(dfd, de->d_name, pid, NULL)) {
+        if (socket_live(path)) {
             (*live)++;
         } else {
             (*stale)++;
