@@ -359,7 +359,7 @@ static void conn_payload(struct conn *c, json_t *st)
     }
     if (B.n_notify == MAX_NOTIFY) {
         rv_log(RV_WARN, "fuse broker: more than %d processes with their own filter: the newest "
-               "waits for its mount calls", MAX_NOTIFY);
+               "gets ENOSYS for its mount calls", MAX_NOTIFY);
         return;
     }
     B.notify[B.n_notify++] = fd;

@@ -19,7 +19,7 @@
 #define RV_BROKER_RECORD "fuse"                /* <state_dir>/containers/<id>/fuse: {"socket"} */
 #define RV_BROKER_LISTEN_FD 3                  /* fds a broker starts with */
 #define RV_BROKER_RUNTIME_FD 4
-#define RV_BROKER_READY_TIMEOUT_MS 5000
+#define RV_BROKER_READY_TIMEOUT_MS 30000   /* a start under heavy load; normally ~1 ms */
 
 /* Shim side. Start the broker for container `id` and wait until it listens;
  * path gets its socket: `want` if given (the name a container whose broker

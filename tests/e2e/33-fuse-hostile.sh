@@ -133,6 +133,7 @@ for i in $(seq 1 50); do
 done
 wait
 t_eq "50 containers at once: each mounted and unmounted 3 times" "$(cat "$T"/par/*.out | grep -c '^loop 3 ok 3$')" "50"
+for f in $(grep -L '^loop 3 ok 3$' "$T"/par/*.out); do sed "s|^|#   $(basename "$f"): |" "$f"; done
 sleep 1.5
 t_eq "50 containers at once: every broker has exited with its container" "$(pgrep -fc "resview-fuse-broker --id par-")" "0"
 
