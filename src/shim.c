@@ -77,7 +77,9 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
             return rv_fail(err, errno, "--config `%s`", a->config);
         other = file;
     }
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, fuse_runtime, NULL };
+    struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
+                               .hook_missing = access(cfg->hook_path, X_OK) != 0,
+                               .fuse_runtime = fuse_runtime };
     if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
         goto out;
     /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
@@ -94,6 +96,9 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
+    if (res.hook_missing)
+        rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
+               cfg->hook_path);
     if (res.env_on) {
         char mem[32] = "none";
         if (res.limits.has_mem)

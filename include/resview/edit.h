@@ -13,12 +13,15 @@ struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;
     bool systemd_hint;        /* runtime got --systemd-cgroup */
+    bool hook_missing;        /* hook.path cannot be executed here: add no hook (a
+                                 hook runc cannot run would fail the start) */
     bool fuse_runtime;        /* started as the FUSE runtime name (fuse.h) */
     const struct rv_fuse_runtime *fuse_rt;   /* the next runtime's support; NULL: assume it */
 };
 
 struct rv_edit_result {
     bool env_on, lxcfs_on, fuse_on;
+    bool hook_missing;        /* views wanted, but no hook added (ctx->hook_missing) */
     bool fuse_broker;         /* the container's mount calls go to a broker: start one */
     struct rv_limits limits;
     struct rv_env_plan plan;  /* valid when env_on */

@@ -44,7 +44,7 @@ t_contains "containerd loaded the resview runtime entry" \
 
 # image: busybox rootfs, entrypoint sleeps (it is also the sandbox image)
 rv_image_tar "$T/layer.tar"
-$PY "$TOP/tests/cri/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
 for ns in k8s.io default; do
     ctr --address "$CTD_SOCK" -n $ns images import "$T/oci.tar" >/dev/null 2>&1
 done
