@@ -134,6 +134,13 @@ static int scan(const char *dir, bool unlink_stale, unsigned *live, unsigned *st
     dfd = dirfd(d);
     while ((de = readdir(d))) {
         char path[PATH_MAX];
+        int tmp_pid;
+        /* a broker that died between its bind and its rename */
+        if (unlink_stale && sscanf(de->d_name, ".%d.tmp", &tmp_pid) == 1 && tmp_pid > 0 &&
+            kill(tmp_pid, 0) < 0 && errno == ESRCH) {
+            unlinkat(dfd, de->d_name, 0);
+            continue;
+        }
         if (!socket_pid(de->d_name) || rv_snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < 0)
             continue;
         if (socket_live(path)) {
@@ -231,13 +238,20 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
     } else {
         snprintf(path, sizeof(path), "%s/%.*s%s", dir, room < 32 ? room : 32, id, suffix);
     }
-    strcpy(sa.sun_path, path);
+    /* Bound and listening under a temporary name first, then renamed: the
+     * name appears only once it accepts (another broker's sweep takes a
+     * socket that refuses connections for a dead one's), and replaces a dead
+     * broker's socket of the same name in one step. */
+    if (rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/.%d.tmp", dir, (int)getpid()) < 0) {
+        say(pipe_w, "E state_dir `%s` is too long for a socket address\n", cfg->state_dir);
+        _exit(1);
+    }
     sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    /* a name with our pid can only be a leftover of a dead broker; the old
-     * name of a container's broker that was killed is free too */
-    unlink(path);
-    if (sock < 0 || bind(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(sock, 64) < 0) {
+    unlink(sa.sun_path);
+    if (sock < 0 || bind(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(sock, 64) < 0 ||
+        rename(sa.sun_path, path) < 0) {
         say(pipe_w, "E socket `%s`: %s\n", path, strerror(errno));
+        unlink(sa.sun_path);
         _exit(1);
     }
     say(pipe_w, "P %s\n", path);

@@ -55,7 +55,7 @@ ctd_start "$ctd_cri" || exit 1
 
 fuse_clients_rootfs "$T/rootfs"
 tar -C "$T/rootfs" -cf "$T/layer.tar" .
-$PY "$TOP/tests/cri/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
 ctr --address "$CTD_SOCK" -n k8s.io images import "$T/oci.tar" >/dev/null 2>&1
 t_contains "image with the FUSE clients imported offline" "$(ctr --address "$CTD_SOCK" -n k8s.io images ls -q)" "$IMG"
 $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
