@@ -119,10 +119,8 @@ static int enter_host(pid_t init)
     return 0;
 }
 
-int rv_host_exec(pid_t init, char *const argv[], int timeout_ms, struct rv_error *err)
+pid_t rv_fork_child(struct rv_error *err)
 {
-    int status;
-    struct timespec tick = { 0, 20 * 1000 * 1000 };
     pid_t pid;
 
     fflush(stdout);
@@ -131,10 +129,23 @@ int rv_host_exec(pid_t init, char *const argv[], int timeout_ms, struct rv_error
     if (pid < 0)
         return rv_fail(err, errno, "fork");
     if (pid == 0) {
-        char *const envp[] = { "PATH=" HOST_PATH, "LANG=C", NULL };
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+    }
+    return pid;
+}
+
+int rv_host_exec(pid_t init, char *const argv[], int timeout_ms, struct rv_error *err)
+{
+    int status;
+    struct timespec tick = { 0, 20 * 1000 * 1000 };
+    pid_t pid = rv_fork_child(err);
+
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        char *const envp[] = { "PATH=" HOST_PATH, "LANG=C", NULL };
         if (enter_host(init) < 0)
             _exit(126);
         /* the host's PATH, looked up in the host's mount namespace */

@@ -18,6 +18,10 @@
  * killed or timed out. Output goes to our stdout/stderr. */
 int rv_host_exec(pid_t init, char *const argv[], int timeout_ms, struct rv_error *err);
 
+/* fork() with stdio flushed first; the child starts with no signal blocked
+ * (the node agent blocks its own and takes them synchronously). */
+pid_t rv_fork_child(struct rv_error *err);
+
 /* The cgroup directories of pid (one per hierarchy, from /proc/PID/cgroup) as
  * "/sys/fs/cgroup/<controllers>/<path>" lines ("/sys/fs/cgroup/<path>" for
  * cgroup v2, "/sys/fs/cgroup/unified/<path>" beside v1). Allocated. For tests. */

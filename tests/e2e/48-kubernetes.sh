@@ -37,19 +37,8 @@ make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1
     { echo "not ok - make image"; sed 's/^/#   /' "$T/image.log" | tail -5; exit 1; }
 NODE_IMG=$(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]' \
            < <(tar -xOf "$BUILD/resview-node.tar" index.json))
-mkdir -p "$T/ctd" "$T/cni"
-ctd_start "[plugins.\"io.containerd.grpc.v1.cri\"]
-  sandbox_image = \"$IMG\"
-  restrict_oom_score_adj = true
-  stream_server_address = \"127.0.0.1\"
-  stream_server_port = \"0\"
-  [plugins.\"io.containerd.grpc.v1.cri\".cni]
-    bin_dir = \"$T/cni\"
-    conf_dir = \"$T/cni\"
-  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]
-    runtime_type = \"io.containerd.runc.v2\"
-    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]
-      Root = \"$T/ctd/runc-root\"" || exit 1
+mkdir -p "$T/ctd"
+ctd_start "$(ctd_cri_toml "$IMG")" || exit 1
 rv_image_tar "$T/layer.tar"
 $PY "$K8S/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
 ctr --address "$CTD_SOCK" -n k8s.io images import "$T/busybox.tar" >/dev/null 2>&1

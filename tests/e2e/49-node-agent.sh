@@ -9,41 +9,9 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 
+ctd_restartable || { echo "not ok - containerd did not start"; exit 1; }
 CFG=$T/ctd/config.toml
-mkdir -p "$T/ctd" "$T/cni"
-cat >"$CFG" <<EOF
-version = 2
-root = "$T/ctd/root"
-state = "$T/ctd/state"
-[grpc]
-  address = "$CTD_SOCK"
-[ttrpc]
-  address = "$CTD_SOCK.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$T/ctd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$T/cni"
-    conf_dir = "$T/cni"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-EOF
 cp "$CFG" "$T/config.toml.orig"
-cat >"$T/ctd-restart" <<EOF
-#!/bin/sh
-# restart this test's containerd (counted); with NOOP, only pretend to
-echo restart >>"$T/restarts"
-[ -e "$T/NOOP" ] && exit 0
-p=\$(cat "$T/ctd.pid" 2>/dev/null) && kill "\$p" && while kill -0 "\$p" 2>/dev/null; do sleep 0.1; done
-containerd --config "$CFG" >>"$T/ctd/log" 2>&1 </dev/null &
-echo \$! >"$T/ctd.pid"
-EOF
-chmod +x "$T/ctd-restart"
-: >"$T/restarts"
-"$T/ctd-restart" && : >"$T/restarts"
-t_cleanup 'kill $(cat "$T/ctd.pid"); _kill_ours "-address $CTD_SOCK"'
-wait_for ctr --address "$CTD_SOCK" version || { echo "not ok - containerd did not start"; exit 1; }
 
 node() { local step=$1; shift
          "$CLI" node "$step" --containerd-config "$CFG" --cri-socket "$CTD_SOCK" --prefix "$T/opt" \
@@ -62,9 +30,9 @@ t_eq "RESVIEW_NODE_SET_AS_DEFAULT=yes refused (exit 2): $out" "$rc" "2"
 out=$(node configure --restart none 2>&1); rc=$?
 t_eq "restart none: configure does not finish while containerd lacks the entry" "$rc" "1"
 t_contains "…and says what the operator must run" "$out" "restart containerd on this node yourself (systemctl restart containerd; k3s"
-t_eq "…containerd was not restarted" "$(wc -l <"$T/restarts")" "0"
+t_eq "…containerd was not restarted" "$(wc -l <"$T/ctd-restarts")" "0"
 t_contains "…the entry is in the file" "$(cat "$CFG")" "runtimes.resview.options]"
-"$T/ctd-restart"; : >"$T/restarts"    # the operator restarts containerd
+"$T/ctd-restart"; : >"$T/ctd-restarts"    # the operator restarts containerd
 wait_for sh -c "'$CLI' node configure --restart none --containerd-config '$CFG' --cri-socket '$CTD_SOCK' \
     --prefix '$T/opt' --lock '$T/run/node.lock' --resview-config '$T/etc/config.json' >'$T/out' 2>&1"
 t_contains "after the operator's restart: in use, nothing restarted" "$(cat "$T/out")" "runs with the configuration wanted; not restarted"
@@ -72,15 +40,25 @@ t_contains "after the operator's restart: in use, nothing restarted" "$(cat "$T/
 # a restart that does not bring the entry in is not repeated (for the same file, 10 minutes)
 node uninstall --restart "command:$T/ctd-restart" >"$T/out" 2>&1
 t_ok "uninstall restores the file byte for byte" cmp "$CFG" "$T/config.toml.orig"
-: >"$T/restarts"
-touch "$T/NOOP"
+
+# resview as containerd's default runtime, and back
+node configure --set-as-default --restart "command:$T/ctd-restart" >"$T/out" 2>&1
+t_contains "set as default: default_runtime_name changed in place" "$(cat "$CFG")" \
+    'default_runtime_name = "resview"  # resview-was'
+t_contains "…and the restarted containerd runs resview as its default" "$(cat "$T/out")" \
+    "answers on \`$CTD_SOCK\`"
+node uninstall --restart "command:$T/ctd-restart" >"$T/out" 2>&1
+t_ok "uninstall: the previous default runtime is back, the file byte for byte" cmp "$CFG" "$T/config.toml.orig"
+t_contains "…and in the running containerd" "$(cat "$T/out")" "answers on \`$CTD_SOCK\`"
+: >"$T/ctd-restarts"
+touch "$T/ctd-noop"
 out=$(node configure --restart "command:$T/ctd-restart" 2>&1); rc=$?
 t_eq "a restart that changed nothing: configure fails" "$rc" "1"
 t_contains "…saying so" "$out" "containerd was restarted but the running containerd has no resview runtime"
 out=$(node configure --restart "command:$T/ctd-restart" 2>&1); rc=$?
 t_contains "…and the next attempt does not restart again" "$out" "although it was restarted for this configuration less than 10 minutes ago"
-t_eq "…one restart in all" "$(wc -l <"$T/restarts")" "1"
-rm -f "$T/NOOP"
+t_eq "…one restart in all" "$(wc -l <"$T/ctd-restarts")" "1"
+rm -f "$T/ctd-noop"
 
 # no containerd config file: containerd runs on built-in defaults; nothing is created
 out=$(node configure --containerd-config "$T/none/config.toml" 2>&1); rc=$?
