@@ -95,9 +95,10 @@ if [ $uninstall = 1 ]; then
     if [ -z "$DESTDIR" ] && [ ${#engines[@]} -eq 0 ]; then :; fi
     for f in "$HOOKSD/resview-lxcfs.json" "$SYSTEMD/resview-watch.service" \
              "$SYSTEMD/lxcfs.service.d/resview-repair.conf" \
-             "$BIN/resview-runtime" "$BIN/resview-hook" "$BIN/resview"; do
-        [ -e "$f" ] && run rm -f "$f"
+             "$BIN/resview-runtime" "$BIN/resview-runtime-fuse" "$BIN/resview-hook" "$BIN/resview"; do
+        [ -e "$f" ] || [ -L "$f" ] && run rm -f "$f"
     done
+    # the AppArmor profile of resview < 0.2 (FUSE now goes through the broker)
     if [ -e "$APPARMOR_D/resview-fuse" ]; then
         apparmor_enabled && run apparmor_parser -R "$APPARMOR_D/resview-fuse" || true
         run rm -f "$APPARMOR_D/resview-fuse"
@@ -152,14 +153,9 @@ else
     default_config >"$ETC/config.json"
     chmod 0644 "$ETC/config.json"
 fi
-if [ -e profiles/apparmor/resview-fuse ]; then
-    run install -d "$APPARMOR_D"
-    run install -m 0644 profiles/apparmor/resview-fuse "$APPARMOR_D/resview-fuse"
-    if apparmor_enabled; then
-        run apparmor_parser -r "$APPARMOR_D/resview-fuse"
-        say "AppArmor profile resview-fuse loaded"
-    fi
-fi
+# The FUSE runtime name (README "FUSE"): a symlink; FUSE stays off until
+# fuse.allowed is set and an engine runtime entry names it.
+run ln -sfn resview-runtime "$BIN/resview-runtime-fuse"
 if [ -e hooks/systemd/resview-watch.service ]; then
     run install -d "$SYSTEMD"
     if [ $dry = 1 ]; then echo "+ install $SYSTEMD/resview-watch.service"

@@ -2,8 +2,9 @@
  * what to fix. Exit 1 when something is broken (FAIL), 0 otherwise (warnings
  * included). */
 #define _GNU_SOURCE
-#include "resview/apparmor.h"
+#include "resview/broker.h"
 #include "resview/chain.h"
+#include "resview/fuse.h"
 #include "resview/cli.h"
 #include "resview/engine.h"
 #include "resview/json.h"
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 struct report {
     int fails, warns;
@@ -180,11 +183,9 @@ static void check_lxcfs(struct report *r, const struct rv_config *cfg)
     check_lxcfs_flags(r, cfg->lxcfs_root);
 }
 
-static void check_kernel(struct report *r, const struct rv_config *cfg)
+static void check_kernel(struct report *r)
 {
     struct statfs sf;
-    enum rv_aa_state aa;
-    struct rv_error err = { 0 };
 
     if (statfs("/sys/fs/cgroup", &sf) == 0) {
         if (sf.f_type == CGROUP2_SUPER_MAGIC)
@@ -195,44 +196,107 @@ static void check_kernel(struct report *r, const struct rv_config *cfg)
             say(r, "ok", "cgroup v1 (legacy)");
     } else
         say(r, "warn", "/sys/fs/cgroup: %s: limits of ancestors cannot be read", strerror(errno));
-    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0)
-        say(r, "ok", "seccomp available");
-    else
-        say(r, cfg->fuse_allowed ? "FAIL" : "warn",
-            "seccomp not available (%s): FUSE grants need it", strerror(errno));
-    if (cfg->fuse_allowed) {
-        char prof[PATH_MAX];
-        cleanup_json json_t *sc = NULL;
-        if (rv_seccomp_default_path(cfg, prof, sizeof(prof), &err) < 0 ||
-            rv_seccomp_load(prof, &sc, &err) < 0)
-            say(r, "warn", "FUSE for a container without a seccomp profile (Kubernetes pods by "
-                "default) will fail: %s; install the profiles (install.sh) or set "
-                "fuse.seccomp_profile", err.msg);
-        else {
-            struct unknown_ctx u = { r, prof };
-            size_t unknown = 0;
-            say(r, "ok", "seccomp profile for FUSE containers that have none: `%s`", prof);
-            /* every name in it and in the FUSE additions, for each architecture */
-            if (rv_seccomp_unknown_names(sc, true, say_unknown, &u, &unknown, &err) < 0)
-                say(r, "warn", "seccomp profile `%s`: %s", prof, err.msg);
-            else if (unknown == 0)
-                say(r, "ok", "every syscall name in `%s` and in the FUSE additions is known to "
-                    "libseccomp for its architectures", prof);
-        }
-        err.msg[0] = '\0';
+}
+
+/* A kernel call the broker needs: ENOSYS means the kernel lacks it. */
+static bool kernel_has(long r)
+{
+    return r >= 0 || errno != ENOSYS;
+}
+
+static void check_fuse_profile(struct report *r, const struct rv_config *cfg)
+{
+    char prof[PATH_MAX];
+    cleanup_json json_t *sc = NULL;
+    struct rv_error err = { 0 };
+    struct unknown_ctx u = { r, prof };
+    size_t unknown = 0;
+
+    if (rv_seccomp_default_path(cfg, prof, sizeof(prof), &err) < 0 ||
+        rv_seccomp_load(prof, &sc, &err) < 0) {
+        say(r, "warn", "FUSE for a container without a seccomp profile (Kubernetes pods by "
+            "default) will fail: %s; install the profiles (install.sh) or set "
+            "fuse.seccomp_profile", err.msg);
+        return;
     }
-    if (rv_apparmor_state(NULL, NULL, cfg->apparmor_profile, &aa, &err) < 0)
-        say(r, "FAIL", "AppArmor: %s", err.msg);
-    else if (aa == RV_AA_DISABLED)
-        say(r, "ok", "AppArmor not enabled: FUSE containers get no AppArmor profile "
-            "(seccomp cannot restrict the file system type of mount)");
-    else if (aa == RV_AA_LOADED)
-        say(r, "ok", "AppArmor profile `%s` loaded", cfg->apparmor_profile);
+    say(r, "ok", "seccomp profile for FUSE containers that have none: `%s`", prof);
+    /* every name in it and in the FUSE additions, for each architecture */
+    if (rv_seccomp_unknown_names(sc, true, say_unknown, &u, &unknown, &err) < 0)
+        say(r, "warn", "seccomp profile `%s`: %s", prof, err.msg);
+    else if (unknown == 0)
+        say(r, "ok", "every syscall name in `%s` and in the FUSE additions is known to "
+            "libseccomp for its architectures", prof);
+}
+
+/* FUSE through the broker (README "FUSE"): the policy, the kernel, the next
+ * runtime, the FUSE runtime name, running brokers. */
+static void check_fuse(struct report *r, const struct rv_config *cfg)
+{
+    const char *level = cfg->fuse_allowed ? "FAIL" : "info";
+    struct rv_seccomp_notif_sizes_probe { uint16_t notif, resp, data; } sizes;
+    struct rv_fuse_runtime rt;
+    struct rv_error err = { 0 };
+    char next[PATH_MAX], self[PATH_MAX], link[PATH_MAX + 32], yama[16];
+    unsigned live, stale;
+    struct stat st;
+    ssize_t n;
+    int pidfd;
+
+    if (!cfg->fuse_allowed) {
+        say(r, "info", "FUSE: off (fuse.allowed is false): every request is refused");
+    } else {
+        char ns[RV_MAX_FUSE_NAMESPACES * 66] = "";
+        size_t o = 0;
+        for (int i = 0; i < cfg->n_fuse_namespaces && o < sizeof(ns); i++)
+            o += (size_t)snprintf(ns + o, sizeof(ns) - o, "%s%s", i ? ", " : "", cfg->fuse_namespaces[i]);
+        say(r, "ok", "FUSE: allowed for the annotation %s=\"true\" and the runtime %s%s%s%s; "
+            "allow_other %s", RV_ANN_FUSE, RV_FUSE_RUNTIME_NAME,
+            cfg->n_fuse_namespaces ? " in the Kubernetes namespaces " : "",
+            cfg->n_fuse_namespaces ? ns : "", cfg->n_fuse_namespaces ? "" : " (any namespace)",
+            cfg->fuse_allow_other ? "allowed (fuse.allow_other)" : "refused");
+    }
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 ||
+        syscall(SYS_seccomp, RV_SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+        say(r, level, "FUSE: the kernel has no seccomp user notification (%s): the broker "
+            "cannot work (Linux >= 5.6 needed)", strerror(errno));
+    else if ((pidfd = rv_pidfd_open(getpid(), 0)) < 0 ||
+             !kernel_has(rv_pidfd_getfd(pidfd, 0, 0)) || !kernel_has(rv_fsopen(NULL, 0)) ||
+             !kernel_has(rv_openat2(-1, NULL, NULL)))
+        say(r, level, "FUSE: the kernel lacks pidfd_getfd, fsopen or openat2 (Linux >= 5.6 "
+            "needed): the broker cannot work");
     else
-        say(r, cfg->fuse_allowed ? "FAIL" : "warn",
-            "AppArmor is enabled but profile `%s` is not loaded: FUSE requests are refused; "
-            "load it: apparmor_parser -r /etc/apparmor.d/%s", cfg->apparmor_profile,
-            cfg->apparmor_profile);
+        say(r, "ok", "FUSE: the kernel has seccomp user notification, pidfd_getfd, fsopen, openat2");
+    if (rv_read_small("/proc/sys/kernel/yama/ptrace_scope", yama, sizeof(yama)) == 0 &&
+        strcmp(yama, "3") == 0)
+        say(r, level, "FUSE: kernel.yama.ptrace_scope is 3: the broker cannot read a caller's "
+            "arguments or take its /dev/fuse (set it to 2 or less)");
+    if (stat("/dev/fuse", &st) < 0 || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
+        say(r, level, "FUSE: /dev/fuse (c 10:229) missing on the host: modprobe fuse");
+    if (cfg->fuse_allowed) {
+        if (rv_chain_next(cfg, next, sizeof(next), &err) == 0 &&
+            rv_fuse_runtime_probe(cfg, next, &rt, &err) == 0)
+            say(r, rt.notify ? "ok" : "FAIL", "FUSE: next runtime `%s`: %s%s", next, rt.why,
+                rt.notify ? "" : ": it cannot hand mount calls to the broker (runc >= 1.1, "
+                "crun >= 0.19)");
+        check_fuse_profile(r, cfg);
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        *strrchr(self, '/') = '\0';
+        if (rv_snprintf(link, sizeof(link), "%s/%s", self, RV_FUSE_RUNTIME_NAME) >= 0) {
+            if (lstat(link, &st) == 0)
+                say(r, "ok", "FUSE runtime name `%s` (register it with an engine to grant FUSE "
+                    "to every container it starts)", link);
+            else
+                say(r, "info", "no FUSE runtime name `%s` (install.sh makes it)", link);
+        }
+    }
+    if (rv_broker_count(cfg, &live, &stale) == 0)
+        say(r, stale ? "warn" : "ok", "FUSE brokers: %u running (one per FUSE container)%s", live,
+            stale ? ", and sockets of brokers that were killed: their containers' mount calls "
+                    "get ENOSYS until they restart" : "");
 }
 
 static void check_dirs(struct report *r, const struct rv_config *cfg)
@@ -327,7 +391,8 @@ int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
     check_config(&r, cfg);
     check_dirs(&r, cfg);
     check_lxcfs(&r, cfg);
-    check_kernel(&r, cfg);
+    check_kernel(&r);
+    check_fuse(&r, cfg);
     if (engine)
         check_engine(&r, engine, config, true);
     else

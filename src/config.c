@@ -62,8 +62,7 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->rounding = RV_ROUND_CEIL;
     memcpy(cfg->vars, default_vars, sizeof(default_vars));
     cfg->n_vars = (int)(sizeof(default_vars) / sizeof(default_vars[0]));
-    cfg->fuse_allowed = true;
-    strcpy(cfg->apparmor_profile, "resview-fuse");
+    cfg->fuse_allowed = false;
 }
 
 RV_PRINTF(2, 3) static void warn(struct rv_config *cfg, const char *fmt, ...)
@@ -240,6 +239,37 @@ static void parse_runtimes(struct rv_config *cfg, json_t *v)
     cfg->n_runtimes = n;
 }
 
+/* fuse.namespaces: Kubernetes namespace names (RFC 1123 labels). A malformed
+ * list must not widen the grant: any bad entry keeps a list that nothing
+ * matches. */
+static void parse_namespaces(struct rv_config *cfg, json_t *v)
+{
+    size_t i;
+    json_t *e;
+
+    cfg->n_fuse_namespaces = 0;
+    if (!json_is_array(v)) {
+        warn(cfg, "fuse.namespaces: expected an array of namespace names; no namespace allowed");
+        strcpy(cfg->fuse_namespaces[cfg->n_fuse_namespaces++], "-");
+        return;
+    }
+    json_array_foreach(v, i, e) {
+        const char *s = json_string_value(e);
+        bool ok = s && *s && strlen(s) < sizeof(cfg->fuse_namespaces[0]) &&
+                  json_string_length(e) == strlen(s);
+        for (const char *p = s; ok && *p; p++)
+            ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-';
+        if (!ok || cfg->n_fuse_namespaces == RV_MAX_FUSE_NAMESPACES) {
+            warn(cfg, "fuse.namespaces[%zu]: not a namespace name (or more than %d); no namespace "
+                 "allowed", i, RV_MAX_FUSE_NAMESPACES);
+            cfg->n_fuse_namespaces = 0;
+            strcpy(cfg->fuse_namespaces[cfg->n_fuse_namespaces++], "-");
+            return;
+        }
+        strcpy(cfg->fuse_namespaces[cfg->n_fuse_namespaces++], s);
+    }
+}
+
 /* Walk a section: for each key call handle(); unknown keys warn. */
 #define FOREACH_KEY(obj, section, key, val)                                   \
     if (!json_is_object(obj))                                                  \
@@ -312,9 +342,13 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
             FOREACH_KEY(val, "fuse", k2, v2) {
                 if (strcmp(k2, "allowed") == 0)
                     get_bool(cfg, v2, "fuse.allowed", &cfg->fuse_allowed);
+                else if (strcmp(k2, "allow_other") == 0)
+                    get_bool(cfg, v2, "fuse.allow_other", &cfg->fuse_allow_other);
+                else if (strcmp(k2, "namespaces") == 0)
+                    parse_namespaces(cfg, v2);
                 else if (strcmp(k2, "apparmor_profile") == 0)
-                    get_string(cfg, v2, "fuse.apparmor_profile", cfg->apparmor_profile,
-                               sizeof(cfg->apparmor_profile));
+                    warn(cfg, "fuse.apparmor_profile: no longer used (FUSE goes through the "
+                         "mount broker, README \"FUSE\"); remove it");
                 else if (strcmp(k2, "seccomp_profile") == 0)
                     get_string(cfg, v2, "fuse.seccomp_profile", cfg->seccomp_profile,
                                sizeof(cfg->seccomp_profile));

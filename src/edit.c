@@ -1,6 +1,7 @@
 /* edit.c - the edits of config.json, in one place. */
 #define _GNU_SOURCE
 #include "resview/edit.h"
+#include "resview/fuse.h"
 #include "resview/hook.h"
 #include "resview/spec.h"
 
@@ -135,10 +136,13 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
     /* Validate every request before changing anything. */
     if (request(root, RV_ANN_LXCFS, "RESVIEW_LXCFS", true, &res->lxcfs_on, err) < 0 ||
         request(root, RV_ANN_ENV, "RESVIEW_ENV", cfg->env_enabled, &res->env_on, err) < 0 ||
-        request(root, RV_ANN_FUSE, "RESVIEW_FUSE", false, &res->fuse_on, err) < 0)
+        rv_fuse_wanted(root, cfg, ctx->fuse_runtime, &res->fuse_on, err) < 0)
         return -1;
-    if (res->fuse_on && rv_fuse_apply(root, cfg, err) < 0)
-        return -1;
+    if (res->fuse_on) {
+        const struct rv_fuse_host fh = { NULL };
+        if (rv_fuse_apply_host(root, cfg, &fh, ctx->fuse_rt, &res->fuse_broker, err) < 0)
+            return -1;
+    }
     if (res->env_on) {
         env = rv_spec_env(root, err);
         if (!env)

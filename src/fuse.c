@@ -1,22 +1,30 @@
-/* fuse.c - FUSE with least privilege (DESIGN.md section 4).
+/* fuse.c - FUSE with zero added capabilities (DESIGN.md section 4).
  *
- * For a container that asked (edit.c validates the request), and only if
- * fuse.allowed: the /dev/fuse node and its device cgroup rule, CAP_SYS_ADMIN,
- * the seccomp additions (seccomp.c), and the AppArmor profile where AppArmor
- * is enabled. Nothing else: other host devices (GPUs) stay hidden, no other
- * capability is added. Every step is idempotent. Everything that could fail
- * is checked before the document is changed; callers still must not save a
- * document after an error. */
+ * Who may ask (rv_fuse_wanted): fuse.allowed is the master switch; then the
+ * annotation resview.io/fuse: "true" (Kubernetes through containerd's
+ * pod_annotations or CRI-O's allowed_annotations, podman --annotation,
+ * docker 24+), or the shim started under the FUSE runtime name, which the
+ * operator registers with an engine (a RuntimeClass handler, `docker
+ * --runtime`). fuse.namespaces narrows both to Kubernetes namespaces named by
+ * the CRI's own annotations. RESVIEW_FUSE=1 in the container's environment
+ * alone is the image author's word, not the operator's: refused, saying how
+ * to ask.
+ *
+ * The grant (rv_fuse_apply_host): the /dev/fuse node and its device cgroup
+ * rule, and seccomp rules that hand every mount/umount/umount2 to the
+ * container's broker (seccomp.c, broker.h); no capability. Other host devices
+ * (GPUs) stay hidden. Every step is idempotent; everything that could fail is
+ * checked before the document changes (callers still must not save a document
+ * after an error). */
 #define _GNU_SOURCE
 #include "resview/fuse.h"
-#include "resview/apparmor.h"
+#include "resview/broker.h"
 #include "resview/log.h"
 #include "resview/seccomp.h"
+#include "resview/spec.h"
 
 #include <errno.h>
 #include <string.h>
-
-static const char *const cap_sets[] = { "bounding", "permitted", "effective" };
 
 static bool array_has_string(json_t *arr, const char *s)
 {
@@ -148,50 +156,119 @@ static int add_cgroup_rule(json_t *linux_, struct rv_error *err)
     return 0;
 }
 
-static int add_to_set(json_t *caps, const char *set, struct rv_error *err)
+/* "true"/"false" of an annotation, "1"/"0" of a variable: 1, 0, -1 absent,
+ * -2 invalid. */
+static int request_value(json_t *root, bool annotation, struct rv_error *err)
 {
-    json_t *arr = rv_json_array_at(caps, set, "config.json: process.capabilities", err);
+    const char *v;
 
-    if (!arr)
+    if (annotation) {
+        json_t *ann = rv_json_path(root, "annotations");
+        json_t *a = json_is_object(ann) ? json_object_get(ann, RV_ANN_FUSE) : NULL;
+        if (!a)
+            return -1;
+        v = json_string_value(a);
+        if (v && (strcmp(v, "true") == 0 || strcmp(v, "false") == 0))
+            return v[0] == 't';
+        rv_fail(err, 0, "annotation %s: expected \"true\" or \"false\"", RV_ANN_FUSE);
+        return -2;
+    }
+    json_t *env = rv_json_path(root, "process.env");
+    v = json_is_array(env) ? rv_env_get(env, "RESVIEW_FUSE") : NULL;
+    if (!v)
         return -1;
-    if (array_has_string(arr, "CAP_SYS_ADMIN"))
+    if (strcmp(v, "1") == 0 || strcmp(v, "0") == 0)
+        return v[0] == '1';
+    rv_fail(err, 0, "environment variable RESVIEW_FUSE: expected 1 or 0");
+    return -2;
+}
+
+static const char *k8s_namespace(json_t *root)
+{
+    json_t *ann = rv_json_path(root, "annotations");
+    const char *ns = json_string_value(json_object_get(ann, RV_ANN_K8S_NS_CONTAINERD));
+
+    return ns ? ns : json_string_value(json_object_get(ann, RV_ANN_K8S_NS_CRIO));
+}
+
+int rv_fuse_wanted(json_t *root, const struct rv_config *cfg, bool fuse_runtime, bool *want,
+                   struct rv_error *err)
+{
+    const char *how, *ns, *file = cfg->path[0] ? cfg->path : "the configuration";
+    int ann, env;
+
+    *want = false;
+    if ((ann = request_value(root, true, err)) == -2 || (env = request_value(root, false, err)) == -2)
+        return -1;
+    /* an explicit "no" always wins: less privilege */
+    if (ann == 0 || (ann < 0 && env == 0) || (ann < 0 && env < 0 && !fuse_runtime))
         return 0;
-    if (json_array_append_new(arr, json_string("CAP_SYS_ADMIN")) < 0)
-        return rv_fail(err, ENOMEM, "process.capabilities.%s", set);
+    how = fuse_runtime ? "the runtime " RV_FUSE_RUNTIME_NAME
+          : ann == 1   ? "annotation " RV_ANN_FUSE "=true"
+                       : "RESVIEW_FUSE=1 in the container's environment";
+    if (!cfg->fuse_allowed)
+        return rv_fail(err, 0, "FUSE was requested (%s) but fuse.allowed is false in %s", how, file);
+    if (!fuse_runtime && ann != 1)
+        return rv_fail(err, 0, "FUSE was requested by RESVIEW_FUSE=1 in the container's environment, "
+                       "which the image controls: ask with the annotation %s=\"true\" or the "
+                       "runtime %s (README, FUSE)", RV_ANN_FUSE, RV_FUSE_RUNTIME_NAME);
+    if (cfg->n_fuse_namespaces > 0) {
+        bool listed = false;
+        ns = k8s_namespace(root);
+        for (int i = 0; ns && i < cfg->n_fuse_namespaces; i++)
+            listed = listed || strcmp(ns, cfg->fuse_namespaces[i]) == 0;
+        if (!listed)
+            return rv_fail(err, 0, "FUSE was requested (%s) but %s%.64s%s is not in "
+                           "fuse.namespaces in %s", how, ns ? "the Kubernetes namespace `" : "",
+                           ns ? ns : "the container has no Kubernetes namespace annotation",
+                           ns ? "`" : "", file);
+    }
+    *want = true;
     return 0;
 }
 
-static int add_capability(json_t *root, struct rv_error *err)
+const char *rv_fuse_listener(json_t *root)
 {
-    json_t *caps = rv_json_path(root, "process.capabilities"), *ambient;
+    return json_string_value(rv_json_path(root, "linux.seccomp.listenerPath"));
+}
 
-    if (!caps) {
-        /* No capabilities object: runc and crun then drop nothing, so the
-         * process already holds CAP_SYS_ADMIN. Creating one would take the
-         * other capabilities away. */
-        rv_log(RV_INFO, "fuse: process.capabilities absent: the runtime keeps every capability");
+/* Our own listener (a broker socket under <state_dir>/fuse/) may be replaced;
+ * an engine's seccomp agent may not. */
+static int check_listener(json_t *sc, const struct rv_config *cfg, struct rv_error *err)
+{
+    const char *l = json_string_value(json_object_get(sc, "listenerPath"));
+    char dir[PATH_MAX];
+
+    if (!l || !*l)
         return 0;
-    }
-    if (!json_is_object(caps))
-        return rv_fail(err, 0, "config.json: process.capabilities: expected an object");
-    for (size_t i = 0; i < sizeof(cap_sets) / sizeof(cap_sets[0]); i++)
-        if (add_to_set(caps, cap_sets[i], err) < 0)
-            return -1;
-    ambient = json_object_get(caps, "ambient");
-    if (ambient && !json_is_array(ambient))
-        return rv_fail(err, 0, "config.json: process.capabilities.ambient: expected an array");
-    /* Ambient only where the spec already uses it (a non-root user that must
-     * keep capabilities across execve). The kernel raises an ambient
-     * capability only if it is also inheritable: add it there too. */
-    if (json_array_size(ambient) > 0 &&
-        (add_to_set(caps, "inheritable", err) < 0 || add_to_set(caps, "ambient", err) < 0))
+    if (rv_snprintf(dir, sizeof(dir), "%s/%s/", cfg->state_dir, RV_BROKER_DIR) < 0)
+        return rv_fail(err, ENAMETOOLONG, "state_dir");
+    if (strncmp(l, dir, strlen(dir)) != 0 || strchr(l + strlen(dir), '/'))
+        return rv_fail(err, 0, "FUSE: linux.seccomp.listenerPath is already `%.200s`, another "
+                       "seccomp agent: resview's mount broker cannot share it", l);
+    return 0;
+}
+
+/* SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: once the broker has read a
+ * notification, only a fatal signal interrupts the caller, so a Go program's
+ * preemption signals do not turn one mount into several. */
+static int add_wait_killable(json_t *sc, struct rv_error *err)
+{
+    json_t *flags = rv_json_array_at(sc, "flags", "linux.seccomp", err), *f;
+    size_t i;
+
+    if (!flags)
         return -1;
+    json_array_foreach(flags, i, f)
+        if (json_is_string(f) && strcmp(json_string_value(f), RV_SECCOMP_FLAG_WAIT_KILLABLE) == 0)
+            return 0;
+    if (json_array_append_new(flags, json_string(RV_SECCOMP_FLAG_WAIT_KILLABLE)) < 0)
+        return rv_fail(err, ENOMEM, "linux.seccomp.flags");
     return 0;
 }
 
 /* libseccomp must know the names of our additions for the spec's
- * architectures; an unknown name would be skipped by runc (with a warning) and
- * leave FUSE unusable or the new mount API at the default action. */
+ * architectures; an unknown name would be skipped by runc (with a warning). */
 static void warn_unknown(void *ud, const char *arch, const char *name)
 {
     (void)ud;
@@ -211,18 +288,14 @@ static void check_addition_names(json_t *sc)
 }
 
 int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct rv_fuse_host *host,
-                       struct rv_error *err)
+                       const struct rv_fuse_runtime *rt, bool *broker, struct rv_error *err)
 {
-    cleanup_json json_t *dflt = NULL;
-    enum rv_aa_state aa;
-    json_t *linux_, *process, *sc;
+    cleanup_json json_t *dflt = NULL, *edited = NULL;
+    json_t *linux_, *sc;
     char path[PATH_MAX];
-    const char *cur;
     bool keep_profile;
 
-    if (!cfg->fuse_allowed)
-        return rv_fail(err, 0, "FUSE was requested but fuse.allowed is false in %s",
-                       cfg->path[0] ? cfg->path : "the configuration");
+    *broker = false;
     if (!json_is_object(root))
         return rv_fail(err, 0, "config.json: expected an object");
     if (rv_fuse_spec_is_privileged(root)) {
@@ -230,20 +303,11 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
                "FUSE request ignored, spec left alone");
         return 0;
     }
-    process = rv_json_object_at(root, "process", "config.json", err);
-    linux_ = process ? rv_json_object_at(root, "linux", "config.json", err) : NULL;
-    if (!linux_)
+    if (!rv_json_object_at(root, "process", "config.json", err) ||
+        !(linux_ = rv_json_object_at(root, "linux", "config.json", err)))
         return -1;
 
     /* Checks that can fail, before anything changes. */
-    if (rv_apparmor_state(host->apparmor_enabled, host->apparmor_profiles, cfg->apparmor_profile,
-                          &aa, err) < 0)
-        return rv_wrap(err, "FUSE");
-    if (aa == RV_AA_NOT_LOADED)
-        return rv_fail(err, 0, "FUSE: AppArmor is enabled but the profile `%s` "
-                       "(fuse.apparmor_profile) is not loaded: load it with "
-                       "share/resview/apparmor/load.sh or `apparmor_parser -r -W FILE`",
-                       cfg->apparmor_profile);
     sc = json_object_get(linux_, "seccomp");
     if (!sc || json_is_null(sc)) {
         if (host->seccomp_profile) {
@@ -255,45 +319,51 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
         if (rv_seccomp_load(path, &dflt, err) < 0)
             return rv_wrap(err, "FUSE: the spec has no seccomp profile");
         sc = dflt;
+    } else if (!json_is_object(sc)) {
+        return rv_fail(err, 0, "linux.seccomp: expected an object");
     }
     /* The engine itself granted CAP_SYS_ADMIN and every mount (docker
-     * --cap-add SYS_ADMIN): it gave more than FUSE needs, deliberately; its
-     * profile is kept as it is rather than narrowed. */
+     * --cap-add SYS_ADMIN): the container mounts by itself; its profile is
+     * kept as the engine made it, and it needs no broker. */
     keep_profile = !dflt && array_has_string(rv_json_path(root, "process.capabilities.bounding"),
                                              "CAP_SYS_ADMIN") &&
                    rv_seccomp_allows_any_mount(sc);
-    if (keep_profile)
-        rv_log(RV_INFO, "fuse: the engine granted CAP_SYS_ADMIN and every mount: seccomp kept as is");
-    /* Edit a copy: a refused profile leaves the document as it was. */
-    {
-        cleanup_json json_t *edited = json_deep_copy(sc);
-        if (!edited)
+    if (!keep_profile) {
+        if (rt && !rt->notify)
+            return rv_fail(err, 0, "FUSE: the next runtime cannot hand the container's mount "
+                           "calls to resview's broker (seccomp listenerPath, SCMP_ACT_NOTIFY): "
+                           "%s; use runc >= 1.1 or crun >= 0.19", rt->why);
+        if (check_listener(sc, cfg, err) < 0)
+            return -1;
+        /* Edit a copy: a refused profile leaves the document as it was. */
+        if (!(edited = json_deep_copy(sc)))
             return rv_fail(err, ENOMEM, "linux.seccomp");
-        if (!keep_profile && rv_seccomp_add_fuse(edited, err) < 0)
-            return rv_wrap(err, "FUSE");
-        if (add_device(linux_, err) < 0 || add_cgroup_rule(linux_, err) < 0 ||
-            add_capability(root, err) < 0)
+        if (rv_seccomp_add_fuse(edited, err) < 0 ||
+            (rt && rt->wait_killable && add_wait_killable(edited, err) < 0))
             return rv_wrap(err, "FUSE");
         check_addition_names(edited);
-        if (json_object_set(linux_, "seccomp", edited) < 0)
-            return rv_fail(err, ENOMEM, "linux.seccomp");
     }
-    if (aa == RV_AA_LOADED) {
-        cur = json_string_value(json_object_get(process, "apparmorProfile"));
-        if (cur && strcmp(cur, cfg->apparmor_profile) != 0)
-            rv_log(RV_INFO, "fuse: AppArmor profile `%s` replaced by `%s`", cur,
-                   cfg->apparmor_profile);
-        if (json_object_set_new(process, "apparmorProfile", json_string(cfg->apparmor_profile)) < 0)
-            return rv_fail(err, ENOMEM, "process.apparmorProfile");
-    }
-    rv_log(RV_INFO, "fuse: /dev/fuse, CAP_SYS_ADMIN, seccomp additions (%s), AppArmor %s",
-           dflt ? path : "engine profile",
-           aa == RV_AA_LOADED ? cfg->apparmor_profile : "disabled on this host");
+    if (add_device(linux_, err) < 0 || add_cgroup_rule(linux_, err) < 0)
+        return rv_wrap(err, "FUSE");
+    if (edited && json_object_set(linux_, "seccomp", edited) < 0)
+        return rv_fail(err, ENOMEM, "linux.seccomp");
+    *broker = !keep_profile;
+    rv_log(RV_INFO, "fuse: /dev/fuse, %s", keep_profile
+           ? "the engine granted CAP_SYS_ADMIN and every mount: seccomp kept as is, no broker"
+           : dflt ? "mount calls to the broker (the spec had no seccomp profile: default profile)"
+                  : "mount calls to the broker (engine profile)");
     return 0;
 }
 
-int rv_fuse_apply(json_t *root, const struct rv_config *cfg, struct rv_error *err)
+int rv_fuse_set_listener(json_t *root, const char *path, const char *metadata,
+                         struct rv_error *err)
 {
-    const struct rv_fuse_host host = { NULL, NULL, NULL };
-    return rv_fuse_apply_host(root, cfg, &host, err);
+    json_t *sc = rv_json_path(root, "linux.seccomp");
+
+    if (!json_is_object(sc))
+        return rv_fail(err, 0, "FUSE: linux.seccomp: expected an object");
+    if (json_object_set_new(sc, "listenerPath", json_string(path)) < 0 ||
+        json_object_set_new(sc, "listenerMetadata", json_string(metadata)) < 0)
+        return rv_fail(err, ENOMEM, "linux.seccomp.listenerPath");
+    return 0;
 }

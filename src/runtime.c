@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "resview/runtime.h"
 #include "resview/args.h"
+#include "resview/broker.h"
 #include "resview/chain.h"
+#include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/shim.h"
 #include "resview/state.h"
@@ -107,8 +109,10 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
         rv_log_config_warnings(&cfg);
     }
     if (rv_args_edits_bundle(&a)) {
+        const char *base = strrchr(argv[0], '/');
         rv_host_defaults(&host);
-        if (rv_shim_create(&cfg, &host, &a, next, &err) < 0) {
+        if (rv_shim_create(&cfg, &host, &a, next, strcmp(base ? base + 1 : argv[0],
+                                                         RV_FUSE_RUNTIME_NAME) == 0, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);
             return 1;
         }
@@ -118,6 +122,8 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
+        if (rv_broker_revive(&cfg, a.id, &err) < 0)
+            rv_log(RV_WARN, "exec: FUSE broker not started again: %s", err.msg);
     }
     if (rv_chain_mark(next, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);

@@ -1,52 +1,26 @@
-/* seccomp.c - seccomp additions for FUSE containers (DESIGN.md section 4).
+/* seccomp.c - seccomp rules for FUSE containers (DESIGN.md section 4).
  *
- * The container gets CAP_SYS_ADMIN so that libfuse can call mount(2). The
- * engine's seccomp profile stays in force; the FUSE grant touches only the
- * syscalls it is about:
+ * A FUSE container gets no capability. The engine's seccomp profile stays in
+ * force; the grant touches only the system calls it is about:
  *
- *   mount          allowed when argument 3 (flags) has none of MS_BIND,
- *                  MS_MOVE, MS_REMOUNT and the propagation flags
- *                  (SCMP_CMP_MASKED_EQ, mask RV_MOUNT_FORBIDDEN_FLAGS, 0);
- *                  with a forbidden flag it gets what the engine gave it
- *                  (see "mount with a forbidden flag" below);
- *   umount2        allowed;
+ *   mount umount umount2
+ *                  SCMP_ACT_NOTIFY: the container's mount broker (broker.h)
+ *                  decides each call on the actual arguments, which seccomp
+ *                  cannot see (the file-system type and the target are
+ *                  pointers); umount exists on 32-bit architectures only;
  *   fsopen fsconfig fsmount fspick open_tree move_mount mount_setattr
- *                  ENOSYS: the new mount API cannot be filtered by flags the
- *                  same way (open_tree(OPEN_TREE_CLONE) + move_mount is a
- *                  bind mount), and ENOSYS makes libfuse and libmount fall
- *                  back to mount(2).
+ *                  ENOSYS: the new mount API (libfuse >= 3.18 tries fsopen
+ *                  first and falls back to mount(2) only on ENOSYS; EPERM
+ *                  would make it fail).
  *
  * How the engine's rules are kept. runc and crun hand every rule to
  * libseccomp; two rules with different actions for the same syscall either
  * conflict or depend on rule order, so the engine's rules that name one of
  * the syscalls above lose that name (a rule left with no name is dropped) and
- * ours are appended. Every other rule is kept as it was, in the same order.
- * This is also what makes the edit idempotent: a second pass takes our rules
- * out and appends the same ones again.
- *
- * Docker's and containerd's default profiles allow mount, umount2, setns,
- * unshare, namespace flags of clone, bpf, … only "if the container has
- * CAP_SYS_ADMIN". That condition is resolved by the engine when it writes the
- * spec (docker's `includes.caps`, containerd's cap switch), for the
- * capabilities it granted: the spec runc sees has no such rules at all, so
- * they are denied by the default action. We add CAP_SYS_ADMIN afterwards and
- * deliberately do not re-resolve: the capability is granted for FUSE, and
- * everything the engine tied to it stays denied except the narrow mount rule
- * above. A profile that still carries docker-format `includes`/`excludes`
- * conditions on CAP_SYS_ADMIN (hand-written; runc and crun ignore those keys
- * and apply such a rule unconditionally) has a meaning that our new
- * capability would change; it is refused rather than guessed at.
- *
- * Mount with a forbidden flag. In a default-deny profile (docker, containerd,
- * profiles/seccomp.json) it falls to the default action: denied. In a profile
- * whose default action does not deny (SCMP_ACT_ALLOW, _LOG, _TRACE, _NOTIFY)
- * and which relies on rules to deny, the engine's own rule for mount (the
- * first one with a denying action) is carried over to "mount with any
- * forbidden flag", one rule per flag (MASKED_EQ(flag, flag)): the engine
- * denied mount, and mount with those flags stays denied the same way. If the
- * engine had no denying rule for mount, the container could not mount anyway
- * before (no CAP_SYS_ADMIN); now it could bind and remount, so such mounts
- * get EPERM. */
+ * ours are appended. Every other rule is kept as it was, in the same order,
+ * with the default action, architectures and flags: whatever the engine
+ * denied stays denied. This is also what makes the edit idempotent: a second
+ * pass takes our rules out and appends the same ones again. */
 #define _GNU_SOURCE
 #include "resview/seccomp.h"
 
@@ -58,53 +32,16 @@
 #include <string.h>
 
 const char *const rv_seccomp_fuse_names[] = {
-    "mount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick",
+    "mount", "umount", "umount2", "fsopen", "fsconfig", "fsmount", "fspick",
     "open_tree", "move_mount", "mount_setattr", NULL,
 };
-/* rv_seccomp_fuse_names + 2 */
-static const char *const new_mount_api[] = {
-    "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount", "mount_setattr",
-};
-static const unsigned long long forbidden_flags[] = {
-    0x20 /* MS_REMOUNT */, 0x1000 /* MS_BIND */, 0x2000 /* MS_MOVE */,
-    0x20000 /* MS_UNBINDABLE */, 0x40000 /* MS_PRIVATE */, 0x80000 /* MS_SLAVE */,
-    0x100000 /* MS_SHARED */,
-};
+#define N_NOTIFY 3   /* the first three go to the broker, the rest answer ENOSYS */
 
 static bool is_fuse_name(const char *name)
 {
     for (size_t i = 0; rv_seccomp_fuse_names[i]; i++)
         if (strcmp(name, rv_seccomp_fuse_names[i]) == 0)
             return true;
-    return false;
-}
-
-/* Actions that stop the syscall. SCMP_ACT_TRACE (a tracer decides),
- * SCMP_ACT_NOTIFY (a supervisor decides), SCMP_ACT_LOG and SCMP_ACT_ALLOW do
- * not. */
-static bool is_deny_action(const char *a)
-{
-    return a && (strcmp(a, "SCMP_ACT_ERRNO") == 0 || strcmp(a, "SCMP_ACT_KILL") == 0 ||
-                 strcmp(a, "SCMP_ACT_KILL_PROCESS") == 0 ||
-                 strcmp(a, "SCMP_ACT_KILL_THREAD") == 0 || strcmp(a, "SCMP_ACT_TRAP") == 0);
-}
-
-/* The errno an SCMP_ACT_ERRNO gives: errnoRet, else EPERM (runc and crun). */
-static json_int_t errno_of(json_t *v)
-{
-    return json_is_integer(v) ? json_integer_value(v) : EPERM;
-}
-
-static bool mentions_sys_admin(json_t *cond)
-{
-    json_t *caps = json_object_get(cond, "caps"), *c;
-    size_t i;
-
-    json_array_foreach(caps, i, c) {
-        const char *s = json_string_value(c);
-        if (s && (strcmp(s, "CAP_SYS_ADMIN") == 0 || strcmp(s, "SYS_ADMIN") == 0))
-            return true;
-    }
     return false;
 }
 
@@ -141,104 +78,42 @@ static int check_profile(const json_t *sc, json_t **syscalls, struct rv_error *e
     return 0;
 }
 
-static json_t *arg_masked_eq(unsigned idx, unsigned long long mask, unsigned long long datum)
+static json_t *names_array(size_t from, size_t to)
 {
-    /* json_int_t is signed 64-bit: every mask here fits. */
-    return json_pack("{s:i,s:I,s:I,s:s}", "index", (int)idx, "value", (json_int_t)mask,
-                     "valueTwo", (json_int_t)datum, "op", "SCMP_CMP_MASKED_EQ");
-}
+    json_t *a = json_array();
 
-static json_t *fuse_rules(const char *deny_action, json_t *deny_errno)
-{
-    json_t *rules = json_array(), *api = json_array(), *r;
-
-    if (!rules || !api)
-        goto fail;
-    /* 1. mount without a forbidden flag. */
-    r = json_pack("{s:[s],s:s,s:[o]}", "names", "mount", "action", "SCMP_ACT_ALLOW", "args",
-                  arg_masked_eq(3, RV_MOUNT_FORBIDDEN_FLAGS, 0));
-    if (json_array_append_new(rules, r) < 0)
-        goto fail;
-    /* 2. umount2 (flags only; the target is a pointer). */
-    r = json_pack("{s:[s],s:s}", "names", "umount2", "action", "SCMP_ACT_ALLOW");
-    if (json_array_append_new(rules, r) < 0)
-        goto fail;
-    /* 3. the new mount API: ENOSYS, so callers fall back to mount(2). */
-    for (size_t i = 0; i < sizeof(new_mount_api) / sizeof(new_mount_api[0]); i++)
-        if (json_array_append_new(api, json_string(new_mount_api[i])) < 0)
-            goto fail;
-    r = json_pack("{s:o,s:s,s:i}", "names", api, "action", "SCMP_ACT_ERRNO", "errnoRet", RV_ENOSYS);
-    api = NULL;
-    if (json_array_append_new(rules, r) < 0)
-        goto fail;
-    /* 4. mount with a forbidden flag, where the default action would not deny. */
-    for (size_t i = 0; deny_action && i < sizeof(forbidden_flags) / sizeof(forbidden_flags[0]); i++) {
-        r = json_pack("{s:[s],s:s,s:[o]}", "names", "mount", "action", deny_action, "args",
-                      arg_masked_eq(3, forbidden_flags[i], forbidden_flags[i]));
-        if (r && deny_errno && json_object_set(r, "errnoRet", deny_errno) < 0) {
-            json_decref(r);
-            goto fail;
+    for (size_t i = from; a && i < to; i++)
+        if (json_array_append_new(a, json_string(rv_seccomp_fuse_names[i])) < 0) {
+            json_decref(a);
+            return NULL;
         }
-        if (json_array_append_new(rules, r) < 0)
-            goto fail;
-    }
-    return rules;
-fail:
-    json_decref(api);
-    json_decref(rules);
-    return NULL;
+    return a;
 }
 
 int rv_seccomp_add_fuse(json_t *sc, struct rv_error *err)
 {
-    json_t *arr, *rule, *deny_rule = NULL, *deny_errno = NULL, *add, *r;
-    cleanup_json json_t *eperm = NULL;
-    const char *dflt, *deny_action = NULL;
-    size_t i;
+    json_t *arr, *rule;
+    cleanup_json json_t *notify = NULL, *enosys = NULL;
+    size_t i, n_all = 0;
 
     if (check_profile(sc, &arr, err) < 0)
         return -1;
-    dflt = json_string_value(json_object_get(sc, "defaultAction"));
+    if (strcmp(json_string_value(json_object_get(sc, "defaultAction")), "SCMP_ACT_NOTIFY") == 0)
+        return rv_fail(err, 0, "linux.seccomp.defaultAction SCMP_ACT_NOTIFY: another seccomp "
+                       "agent answers every call; the mount broker cannot share it");
+    while (rv_seccomp_fuse_names[n_all])
+        n_all++;
+    notify = json_pack("{s:o,s:s}", "names", names_array(0, N_NOTIFY), "action", "SCMP_ACT_NOTIFY");
+    enosys = json_pack("{s:o,s:s,s:i}", "names", names_array(N_NOTIFY, n_all), "action",
+                       "SCMP_ACT_ERRNO", "errnoRet", RV_ENOSYS);
+    if (!notify || !enosys)
+        return rv_fail(err, ENOMEM, "linux.seccomp");
     if (!arr) {
         arr = json_array();
         if (!arr || json_object_set_new(sc, "syscalls", arr) < 0)
             return rv_fail(err, ENOMEM, "linux.seccomp.syscalls");
     }
-    /* Refuse what our capability would change the meaning of (see the top). */
-    json_array_foreach(arr, i, rule)
-        if (mentions_sys_admin(json_object_get(rule, "includes")) ||
-            mentions_sys_admin(json_object_get(rule, "excludes")))
-            return rv_fail(err, 0, "linux.seccomp.syscalls[%zu]: a condition on CAP_SYS_ADMIN "
-                           "(includes/excludes) that runc and crun ignore; adding CAP_SYS_ADMIN "
-                           "for FUSE would change what it means: resolve the profile for the "
-                           "container's capabilities first", i);
-    /* The engine's own answer to mount, before we take it out. */
-    json_array_foreach(arr, i, rule) {
-        json_t *names = json_object_get(rule, "names"), *n;
-        size_t j;
-        json_array_foreach(names, j, n)
-            if (strcmp(json_string_value(n), "mount") == 0 &&
-                is_deny_action(json_string_value(json_object_get(rule, "action"))) && !deny_rule)
-                deny_rule = rule;
-    }
-    if (deny_rule) {
-        deny_action = json_string_value(json_object_get(deny_rule, "action"));
-        deny_errno = json_object_get(deny_rule, "errnoRet");
-        /* Same as the default action: the default already covers it. */
-        if (strcmp(deny_action, dflt) == 0 &&
-            (strcmp(dflt, "SCMP_ACT_ERRNO") != 0 ||
-             errno_of(deny_errno) == errno_of(json_object_get(sc, "defaultErrnoRet"))))
-            deny_action = NULL;
-    } else if (!is_deny_action(dflt)) {
-        deny_action = "SCMP_ACT_ERRNO";
-        deny_errno = eperm = json_integer(EPERM);
-        if (!eperm)
-            return rv_fail(err, ENOMEM, "linux.seccomp");
-    }
-    add = fuse_rules(deny_action, deny_errno);
-    if (!add)
-        return rv_fail(err, ENOMEM, "linux.seccomp");
-    /* Take our syscalls out of the engine's rules (deny_rule may go here). */
+    /* Take our syscalls out of the engine's rules. */
     for (i = 0; i < json_array_size(arr);) {
         json_t *names;
         size_t j, before;
@@ -256,12 +131,8 @@ int rv_seccomp_add_fuse(json_t *sc, struct rv_error *err)
         else
             i++;
     }
-    json_array_foreach(add, i, r)
-        if (json_array_append(arr, r) < 0) {
-            json_decref(add);
-            return rv_fail(err, ENOMEM, "linux.seccomp.syscalls");
-        }
-    json_decref(add);
+    if (json_array_append(arr, notify) < 0 || json_array_append(arr, enosys) < 0)
+        return rv_fail(err, ENOMEM, "linux.seccomp.syscalls");
     return 0;
 }
 

@@ -1,7 +1,10 @@
 /* shim.c - bundle edits at create, variables for exec sessions. */
 #define _GNU_SOURCE
 #include "resview/shim.h"
+#include "resview/broker.h"
+#include "resview/chain.h"
 #include "resview/edit.h"
+#include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 #include "resview/state.h"
@@ -30,6 +33,31 @@ static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
     return pairs;
 }
 
+/* A FUSE container's mount calls go to its own broker: start it before the
+ * spec names its socket and the runtime connects. A second resview in a
+ * runtime chain (RESVIEW_CHAIN set) keeps the broker the first one started. */
+static int start_broker(const struct rv_config *cfg, const struct rv_args *a, json_t *root,
+                        struct rv_error *err)
+{
+    const char *chain = getenv(RV_CHAIN_ENV), *old = rv_fuse_listener(root);
+    char path[PATH_MAX];
+
+    if (!a->id)
+        return rv_fail(err, 0, "FUSE: no container id on the command line");
+    if (chain && *chain && old && rv_broker_serves(cfg, a->id, old))
+        return rv_fuse_set_listener(root, old, a->id, err);
+    if (rv_broker_spawn(cfg, a->id, NULL, path, sizeof(path), err) < 0)
+        return -1;
+    {
+        /* for exec sessions, should this broker be killed (rv_broker_revive) */
+        cleanup_json json_t *rec = json_pack("{s:s}", "socket", path);
+        struct rv_error e2;
+        if (!rec || rv_state_write(cfg, a->id, RV_BROKER_RECORD, rec, &e2) < 0)
+            rv_log(RV_WARN, "fuse: broker socket not recorded: %s", rec ? e2.msg : "no memory");
+    }
+    return rv_fuse_set_listener(root, path, a->id, err);
+}
+
 /* Where next keeps the state of its containers (runc and crun: <root>/<id>,
  * removed when the container is deleted or its create fails): its --root,
  * else runc's or crun's default for root; NULL when unknown. Lets repair tell
@@ -55,13 +83,15 @@ static const char *runtime_root(const struct rv_args *a, const char *next, char 
 }
 
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
-                   const struct rv_args *a, const char *next, struct rv_error *err)
+                   const struct rv_args *a, const char *next, bool fuse_runtime,
+                   struct rv_error *err)
 {
     char file[PATH_MAX];
     const char *other = NULL;
+    struct rv_fuse_runtime rt;
     struct rv_edit_result res;
     struct rv_spec spec;
-    bool changed = false;
+    bool changed = false, fuse;
     int r = -1;
 
     /* crun --config FILE: taken from the working directory (config.json alone
@@ -71,15 +101,20 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
             return rv_fail(err, errno, "--config `%s`", a->config);
         other = file;
     }
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, access(cfg->hook_path, X_OK) != 0 };
+    struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
+                               .hook_missing = access(cfg->hook_path, X_OK) != 0,
+                               .fuse_runtime = fuse_runtime };
     if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
         goto out;
-    /* the FUSE grant edits linux.seccomp, which is loaded only then (an
-     * invalid request fails in the edit) */
-    if (rv_spec_request(spec.root, RV_ANN_FUSE, "RESVIEW_FUSE", NULL) == 1 &&
-        rv_spec_load_all(&spec, err) < 0)
-        goto out;
-    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0) {
+    /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
+     * to know what the next runtime can do (a refusal fails in the edit). */
+    if (rv_fuse_wanted(spec.root, cfg, fuse_runtime, &fuse, err) == 0 && fuse) {
+        if (rv_spec_load_all(&spec, err) < 0 || rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
+            goto out;
+        ctx.fuse_rt = &rt;
+    }
+    if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
+        (res.fuse_broker && start_broker(cfg, a, spec.root, err) < 0)) {
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
     }

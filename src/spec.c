@@ -13,7 +13,7 @@
  * (rv_json_splice). A module that needs another member lists it here (writing
  * to one that is not listed fails the save rather than losing it). */
 static const struct rv_json_want process_members[] = {
-    { "env", NULL }, { "capabilities", NULL }, { "apparmorProfile", NULL }, { NULL, NULL },
+    { "env", NULL }, { "capabilities", NULL }, { NULL, NULL },
 };
 static const struct rv_json_want resources_members[] = {
     { "cpu", NULL }, { "memory", NULL }, { "devices", NULL }, { NULL, NULL },

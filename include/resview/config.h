@@ -10,6 +10,7 @@
 #define RV_MAX_RUNTIMES 8
 #define RV_MAX_VARS 32
 #define RV_MAX_WARNINGS 16
+#define RV_MAX_FUSE_NAMESPACES 32
 
 enum rv_level { RV_ERROR = 0, RV_WARN, RV_INFO, RV_DEBUG };
 enum rv_rounding { RV_ROUND_CEIL = 0, RV_ROUND_FLOOR, RV_ROUND_NEAREST };
@@ -37,8 +38,10 @@ struct rv_config {
     enum rv_rounding rounding;
     struct rv_var vars[RV_MAX_VARS];
     int n_vars;
-    bool fuse_allowed;
-    char apparmor_profile[128];
+    bool fuse_allowed;            /* the master switch (false) */
+    bool fuse_allow_other;        /* FUSE mounts may use allow_other (false) */
+    char fuse_namespaces[RV_MAX_FUSE_NAMESPACES][64];   /* Kubernetes namespaces; none = any */
+    int n_fuse_namespaces;
     char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];

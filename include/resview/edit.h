@@ -3,11 +3,11 @@
 #define RESVIEW_EDIT_H
 
 #include "resview/envvars.h"
+#include "resview/fuse.h"
 #include "resview/limits.h"
 
 #define RV_ANN_LXCFS "resview.io/lxcfs"
 #define RV_ANN_ENV "resview.io/env"
-#define RV_ANN_FUSE "resview.io/fuse"
 
 struct rv_edit_ctx {
     const struct rv_config *cfg;
@@ -15,11 +15,14 @@ struct rv_edit_ctx {
     bool systemd_hint;        /* runtime got --systemd-cgroup */
     bool hook_missing;        /* hook.path cannot be executed here: add no hook (a
                                  hook runc cannot run would fail the start) */
+    bool fuse_runtime;        /* started as the FUSE runtime name (fuse.h) */
+    const struct rv_fuse_runtime *fuse_rt;   /* the next runtime's support; NULL: assume it */
 };
 
 struct rv_edit_result {
     bool env_on, lxcfs_on, fuse_on;
     bool hook_missing;        /* views wanted, but no hook added (ctx->hook_missing) */
+    bool fuse_broker;         /* the container's mount calls go to a broker: start one */
     struct rv_limits limits;
     struct rv_env_plan plan;  /* valid when env_on */
 };
@@ -34,9 +37,5 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
  * with on, ours goes in with the handover (hook.h), in place of the first
  * one in hook.stage, else at its end. */
 int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct rv_error *err);
-
-/* FUSE for containers that ask (fuse.c): device, capability, seccomp, AppArmor.
- * Requested security features fail closed: any problem is an error. */
-int rv_fuse_apply(json_t *root, const struct rv_config *cfg, struct rv_error *err);
 
 #endif

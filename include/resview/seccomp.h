@@ -1,6 +1,7 @@
 /* seccomp.h - the seccomp part of the FUSE grant (DESIGN.md section 4):
- * additions to an engine's OCI seccomp profile, the project's default profile,
- * and a check of syscall names against libseccomp (used by `resview doctor`). */
+ * mount calls to the broker, in an engine's OCI seccomp profile or the
+ * project's default profile, and a check of syscall names against libseccomp
+ * (used by `resview doctor`). */
 #ifndef RESVIEW_SECCOMP_H
 #define RESVIEW_SECCOMP_H
 
@@ -9,10 +10,6 @@
 #include "resview/config.h"
 #include "resview/json.h"
 
-/* mount(2) flags a FUSE container may never pass: binds, moves, remounts and
- * propagation changes. MS_REMOUNT|MS_BIND|MS_MOVE|MS_SHARED|MS_PRIVATE|
- * MS_SLAVE|MS_UNBINDABLE. */
-#define RV_MOUNT_FORBIDDEN_FLAGS 0x1E3020ull
 #define RV_ENOSYS 38
 
 /* Where the default profile is installed, relative to the directory of the
@@ -21,8 +18,8 @@
 #define RV_SECCOMP_PATHS { "/usr/local/share/resview/seccomp.json", \
                            "/usr/share/resview/seccomp.json" }
 
-/* Names of the syscalls the FUSE additions are about: mount, umount2 and the
- * new mount API. NULL-terminated. */
+/* Names of the syscalls the FUSE additions are about: mount, umount, umount2
+ * (to the broker) and the new mount API (ENOSYS). NULL-terminated. */
 extern const char *const rv_seccomp_fuse_names[];
 
 /* The default profile's path: cfg->seccomp_profile if set, else the first of
@@ -33,10 +30,10 @@ int rv_seccomp_default_path(const struct rv_config *cfg, char *buf, size_t size,
 int rv_seccomp_load(const char *path, json_t **out, struct rv_error *err);
 
 /* Edit an OCI linux.seccomp object in place: the engine's rules for mount,
- * umount2 and the new mount API are replaced by the FUSE rules; every other
- * rule, the default action, architectures, flags and listener are kept.
- * Idempotent. Fails (without a usable result) on a malformed profile or on
- * docker-format conditions on CAP_SYS_ADMIN that runc would ignore. */
+ * umount, umount2 and the new mount API are replaced by the FUSE rules
+ * (SCMP_ACT_NOTIFY, ENOSYS); every other rule, the default action,
+ * architectures and flags are kept. Idempotent. Fails (without a usable
+ * result) on a malformed profile or a default action of SCMP_ACT_NOTIFY. */
 int rv_seccomp_add_fuse(json_t *seccomp, struct rv_error *err);
 
 /* Whether the profile already allows every mount(2): an SCMP_ACT_ALLOW rule

@@ -1,6 +1,7 @@
 /* resview-runtime - runc-compatible shim: edit the bundle on create/run, then
  * exec the next runtime with the original arguments (see runtime.h). */
 #define _GNU_SOURCE
+#include "resview/broker.h"
 #include "resview/log.h"
 #include "resview/runtime.h"
 
@@ -11,7 +12,13 @@
 int main(int argc, char *argv[])
 {
     char next[PATH_MAX];
-    int rc = rv_runtime_prepare(argc, argv, next, sizeof(next));
+    const char *base = strrchr(argv[0], '/');
+    int rc;
+
+    /* the FUSE broker is this binary under another name (broker.h) */
+    if (strcmp(base ? base + 1 : argv[0], RV_BROKER_NAME) == 0)
+        return rv_broker_main(argc, argv);
+    rc = rv_runtime_prepare(argc, argv, next, sizeof(next));
 
     if (rc != 0)
         return rc;

@@ -1,16 +1,25 @@
 #!/bin/bash
-# FUSE grant: what it adds to a container start (interleaved medians), and
-# the in-process cost of the edit alone (tests/fuse/edit-cost.c). Arms: plain
-# runc; plain runc with docker's profile shape (runc's own cost of compiling a
-# seccomp filter); resview without a request; resview with the FUSE request on
-# a spec without seccomp (loads profiles/seccomp.json); resview with the
-# request on docker's profile shape. No thresholds.
+# FUSE (README "FUSE"), three figures, no thresholds:
+# 1. the start latency a FUSE container adds (interleaved medians): plain runc;
+#    runc with docker's profile shape (runc's own cost of a seccomp filter);
+#    resview without a request; resview with the request on a spec without
+#    seccomp (loads profiles/seccomp.json) and on docker's profile shape (both
+#    start a broker); and the in-process cost of the edit alone;
+# 2. one FUSE mount (and mount + umount) through the broker, against the same
+#    mount made by a process that holds CAP_SYS_ADMIN itself (plain runc, the
+#    capability, /dev/fuse, no filter): tests/fuse/fuse-probe.c's loop, in a
+#    container either way;
+# 3. the memory of the brokers of 100 FUSE containers (RSS and PSS of every
+#    broker process: a supervisor and a worker each).
 source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/fuse/lib.sh"
 ROUNDS=${ROUNDS:-100}
+MOUNTS=${MOUNTS:-2000}
+CONTAINERS=${CONTAINERS:-100}
 SHIM=$BUILD/static/resview-runtime
 [ -x "$SHIM" ] || SHIM=$BUILD/resview-runtime
 rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" \
-    '{log: {level: "warn"}, fuse: {seccomp_profile: $p}, runtimes: ["runc"]}')"
+    '{log: {level: "warn"}, fuse: {allowed: true, seccomp_profile: $p}, runtimes: ["runc"]}')"
 printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$SHIM" >"$T/shim"
 chmod +x "$T/shim"
 lx='.process.args = ["/bin/true"] | .annotations["resview.io/lxcfs"] = "false"'
@@ -24,7 +33,7 @@ jq --slurpfile p "$TOP/tests/fuse/profiles/docker-default.json" '.linux.seccomp 
 jq --slurpfile p "$TOP/tests/fuse/profiles/docker-default.json" '.linux.seccomp = $p[0]' \
     "$T/bundle-runc+docker/config.json" >"$T/c.json" && mv "$T/c.json" "$T/bundle-runc+docker/config.json"
 for a in runc runc+docker resview resview+fuse resview+fuse+docker; do cp "$T/bundle-$a/config.json" "$T/bundle-$a/config.pristine"; done
-echo "== FUSE grant: start latency, runc vs $(basename "$(dirname "$SHIM")")/resview-runtime"
+echo "== FUSE: start latency, runc vs $(basename "$(dirname "$SHIM")")/resview-runtime (the FUSE arms start a broker)"
 # Interleaved create+start+wait+delete; stdio to files (a pipe would be held
 # open by `runc init` until start).
 /usr/bin/python3 - "$ROUNDS" "$T" "runc=runc --root $T/r1" "runc+docker=runc --root $T/r5" "resview=$T/shim --root $T/r2" \
@@ -56,10 +65,68 @@ for name, _ in arms:
     m = statistics.median(times[name])
     print("%-22s median %7.2f ms  (+%.2f ms, x%.3f over runc, %d rounds)" % (name, m, m - base, m / base, rounds))
 PY
-echo "== FUSE grant: in-process cost of the edit (parse + grant + serialize, 1000 times)"
+echo "== FUSE: in-process cost of the edit (parse + grant + serialize, 1000 times)"
 gcc -std=gnu11 -O2 -Iinclude $(pkg-config --cflags jansson) -o "$T/edit-cost" "$TOP/tests/fuse/edit-cost.c" \
     "$BUILD/libresview.a" $(pkg-config --libs jansson libseccomp) || exit 1
 echo "spec without seccomp (loads profiles/seccomp.json):"
 "$T/edit-cost" "$T/bundle-resview+fuse/config.pristine" "$TOP/profiles/seccomp.json" 1000
 echo "spec with docker's profile shape:"
 "$T/edit-cost" "$T/bundle-resview+fuse+docker/config.pristine" "$TOP/profiles/seccomp.json" 1000
+
+echo
+echo "== FUSE: one mount through the broker vs the same mount by a process with CAP_SYS_ADMIN ($MOUNTS mounts, each unmounted)"
+fuse_probe_build || exit 1
+fuse_rootfs "$T/rootfs"
+for arm in broker direct; do
+    rv_bundle "$T/m-$arm" ".root.path = \"$T/rootfs\" | .root.readonly = true
+        | .process.args = [\"fuse-probe\", \"loop\", \"/mnt/fuse\", \"$MOUNTS\"]
+        | .annotations[\"resview.io/lxcfs\"] = \"false\""
+done
+jq '.annotations["resview.io/fuse"] = "true"' "$T/m-broker/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-broker/config.json"
+jq '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])
+    | .linux.devices += [{path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMode: 438, uid: 0, gid: 0}]
+    | .linux.resources.devices += [{allow: true, type: "c", major: 10, minor: 229, access: "rwm"}]' \
+    "$T/m-direct/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-direct/config.json"
+for round in 1 2 3; do
+    for arm in broker direct; do
+        if [ $arm = broker ]; then out=$(cd "$T/m-$arm" && "$T/shim" --root "$T/rm" run "m-$arm-$round" 2>&1)
+        else out=$(cd "$T/m-$arm" && runc --root "$T/rm" run "m-$arm-$round" 2>&1); fi
+        grep -q "ok $MOUNTS" <<<"$out" || { echo "bench: $arm: $out" >&2; exit 1; }
+        sed -n "s/^loop-time /$arm /p" <<<"$out" >>"$T/mounts"
+    done
+done
+/usr/bin/python3 - "$T/mounts" <<'PY'
+import re, statistics, sys
+arms = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\w+) mount\+umount (\d+) us, mount (\d+) us", line)
+    arms.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3))))
+b = [statistics.median(x) for x in zip(*arms["broker"])]
+d = [statistics.median(x) for x in zip(*arms["direct"])]
+print("mount           broker %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f us" % (b[1], d[1], b[1] - d[1]))
+print("mount + umount  broker %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f us" % (b[0], d[0], b[0] - d[0]))
+PY
+
+echo
+echo "== FUSE: memory of the brokers of $CONTAINERS FUSE containers (each with a FUSE mount, sleeping)"
+mkdir -p "$T/ctl"
+for i in $(seq 1 "$CONTAINERS"); do
+    rv_bundle "$T/c/$i" ".root.path = \"$T/rootfs\" | .root.readonly = true
+        | .process.args = [\"/bin/sh\", \"-c\", \"fuse-probe mount /mnt/fuse >/dev/null; touch /ctl/$i; while [ ! -e /ctl/stop ]; do sleep 1; done\"]
+        | .annotations[\"resview.io/lxcfs\"] = \"false\" | .annotations[\"resview.io/fuse\"] = \"true\"
+        | .mounts += [{destination: \"/ctl\", type: \"bind\", source: \"$T/ctl\", options: [\"rbind\", \"rw\"]}]"
+    (cd "$T/c/$i" && "$T/shim" --root "$T/rc" run -d "c-$i" >/dev/null 2>&1 </dev/null)
+done
+t_cleanup "touch $T/ctl/stop; for c in \$(seq 1 $CONTAINERS); do runc --root $T/rc delete -f c-\$c; done"
+for _ in $(seq 1 600); do [ "$(ls "$T/ctl" | wc -l)" -ge "$CONTAINERS" ] && break; sleep 0.1; done
+pids=$(pgrep -f "resview-fuse-broker --id c-[0-9]* .*$T/")
+rss=0 pss=0 n=0
+for p in $pids; do
+    rss=$((rss + $(awk '/^Rss:/ {print $2}' "/proc/$p/smaps_rollup")))
+    pss=$((pss + $(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup")))
+    n=$((n + 1))
+done
+echo "$(ls "$T/ctl" | wc -l) containers with a FUSE mount, $n broker processes"
+printf 'RSS %d KiB in total (%d KiB per container); PSS %d KiB in total (%d KiB per container)\n' \
+    "$rss" $((rss / CONTAINERS)) "$pss" $((pss / CONTAINERS))
+touch "$T/ctl/stop"

@@ -10,7 +10,7 @@ source "$TOP/tests/cri/engines.sh"
 PY=/usr/bin/python3   # Debian's grpcio lives there
 
 # CRI pods run without seccomp by default: FUSE then uses the shipped profile
-rv_config "$T/config.json" "{\"fuse\": {\"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
+rv_config "$T/config.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
 IMG=resview.test/busybox:1
 
 # The CRI plugin as a node would have it (runc entry with options), offline.
@@ -73,7 +73,7 @@ t_not_contains "container annotation resview.io/env=false passed through (contai
     "$(jq -r '.optout.log' <<<"$res")" "GOMAXPROCS"
 t_contains "that container did run" "$(jq -r '.optout.log' <<<"$res")" "PATH="
 t_contains "CRI annotation resview.io/fuse=true: /dev/fuse" "$(jq -r '.fuse.log' <<<"$res")" "has-fuse"
-t_contains "CRI annotation resview.io/fuse=true: CAP_SYS_ADMIN effective" "$(jq -r '.fuse.log' <<<"$res")" "sysadmin=1"
+t_contains "CRI annotation resview.io/fuse=true: no capability added (the broker mounts)" "$(jq -r '.fuse.log' <<<"$res")" "sysadmin=0"
 
 scenario pod2 '{"resview.io/env": "false"}' \
     '[{"name": "c", "image": "'$IMG'", "command": ["/bin/env"], "cpu_period": 100000, "cpu_quota": 150000}]' >"$T/pod2.json"

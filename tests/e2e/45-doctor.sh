@@ -60,18 +60,37 @@ for e in containerd podman crio slurm; do
     t_contains "$e: entry naming a missing runtime: FAIL" "$out" "runs \`/nonexistent/rt\`"
 done
 
-rv_config "$T/sc.json" "{\"fuse\": {\"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
+rv_config "$T/sc.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$TOP/profiles/seccomp.json\"}}"
 out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
 t_contains "seccomp profile for FUSE found" "$out" "ok    seccomp profile for FUSE containers that have none: \`$TOP/profiles/seccomp.json\`"
-rv_config "$T/sc2.json" "{\"fuse\": {\"seccomp_profile\": \"$T/none.json\"}}"
+rv_config "$T/sc2.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$T/none.json\"}}"
 out=$(RESVIEW_CONFIG=$T/sc2.json "$CLI" doctor 2>&1)
 t_contains "missing seccomp profile for FUSE: a warning that says what fails" "$out" "warn  FUSE for a container without a seccomp profile"
 out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
 t_contains "every syscall name of the shipped profile and the FUSE additions is known" "$out" "ok    every syscall name in"
 jq '.syscalls += [{"names": ["no_such_call_xyz"], "action": "SCMP_ACT_ALLOW"}]' "$TOP/profiles/seccomp.json" >"$T/unknown.json"
-rv_config "$T/sc3.json" "{\"fuse\": {\"seccomp_profile\": \"$T/unknown.json\"}}"
+rv_config "$T/sc3.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$T/unknown.json\"}}"
 out=$(RESVIEW_CONFIG=$T/sc3.json "$CLI" doctor 2>&1)
 t_contains "an unknown syscall name in the profile is reported" "$out" "unknown syscall \`no_such_call_xyz\`"
+
+# FUSE (README "FUSE"): off by default; when allowed, the kernel, the next
+# runtime's listener support, the FUSE runtime name, running brokers.
+rv_config "$T/nofuse.json"
+out=$(RESVIEW_CONFIG=$T/nofuse.json "$CLI" doctor 2>&1)
+t_contains "FUSE off by default: said so" "$out" "info  FUSE: off (fuse.allowed is false)"
+out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
+t_contains "FUSE allowed: the policy is shown" "$out" "ok    FUSE: allowed for the annotation resview.io/fuse=\"true\" and the runtime resview-runtime-fuse (any namespace); allow_other refused"
+t_contains "FUSE: the kernel calls the broker needs are there" "$out" "ok    FUSE: the kernel has seccomp user notification, pidfd_getfd, fsopen, openat2"
+t_contains "FUSE: runc can hand mount calls to the broker" "$out" "SCMP_ACT_NOTIFY"
+mkdir -p "$T/oldbin"
+printf '#!/bin/sh\necho "runc version 1.0.0"; exit 1\n' >"$T/oldbin/runc" && chmod +x "$T/oldbin/runc"
+rv_config "$T/oldrt.json" "{\"fuse\": {\"allowed\": true}, \"runtimes\": [\"$T/oldbin/runc\"]}"
+out=$(RESVIEW_CONFIG=$T/oldrt.json "$CLI" doctor 2>&1); rc=$?
+t_contains "FUSE allowed, a next runtime without listener support: FAIL" "$out" "FAIL  FUSE: next runtime \`$T/oldbin/runc\`"
+t_eq "FUSE allowed, a next runtime without listener support: exit 1" "$rc" "1"
+mkdir -p "$T/state/fuse" && chmod 700 "$T/state/fuse" && : >"$T/state/fuse/c1.999999999.sock"
+out=$(RESVIEW_CONFIG=$T/sc.json "$CLI" doctor 2>&1)
+t_contains "FUSE: a socket of a killed broker is reported" "$out" "FUSE brokers: 0 running (one per FUSE container), and sockets of brokers that were killed"
 
 lxcfs_start "$LXCFS_DIR" || exit 1
 out=$("$CLI" doctor 2>&1)

@@ -27,7 +27,8 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     struct rv_config cfg;
-    struct rv_fuse_host host = { "/nonexistent/apparmor/enabled", NULL, NULL };
+    struct rv_fuse_host host = { NULL };
+    bool broker;
     struct rv_error e;
     char *text = NULL;
     size_t len;
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
             size_t olen;
             double t0 = now_us();
             if (rv_json_parse(text, len, "spec", &root, &e) < 0 ||
-                (with && rv_fuse_apply_host(root, &cfg, &host, &e) < 0) ||
+                (with && rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) < 0) ||
                 rv_json_dump(root, &out, &olen, &e) < 0) {
                 fprintf(stderr, "edit-cost: %s\n", e.msg);
                 return 1;

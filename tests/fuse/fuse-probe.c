@@ -1,28 +1,43 @@
-/* fuse-probe.c - what a FUSE container may and may not do (tests/e2e/30-fuse.sh).
- * Built static by the test and copied into the container's rootfs.
+/* fuse-probe.c - what a FUSE container may and may not do, asked from inside
+ * it (tests/e2e/3*-fuse*.sh). Built static by the tests and copied into the
+ * rootfs. One line per call: "<what> <errno name|ok>".
  *
- *   fuse-probe denied     one line per call: "<call> <errno name|ok>"
- *   fuse-probe control    the same calls that are safe on a host without
- *                         seccomp: shows they do not fail with EPERM there
- *   fuse-probe mknod PATH MAJOR MINOR   mknod + open: "mknod <r>" "open <r>"
- *   fuse-probe mount-tmpfs DIR           mount("tmpfs", DIR, "tmpfs", 0): "<r>"
+ *   fuse-probe denied            calls that stay denied (filter-specific errnos)
+ *   fuse-probe control           the same calls on the host: no EPERM there
+ *   fuse-probe mknod PATH MAJ MIN   mknod + open
+ *   fuse-probe mount-tmpfs DIR   mount("tmpfs", DIR, "tmpfs", 0)
+ *   fuse-probe mount DIR [FLAGS] a FUSE mount with a fresh /dev/fuse fd and no
+ *                                daemon ("mount ok"); it stays
+ *   fuse-probe fstypes DIR       every type of /proc/filesystems, and fuseblk
+ *   fuse-probe flags DIR         a FUSE mount with bind/move/remount/rec/propagation flags
+ *   fuse-probe badfd DIR         fd= a pipe, /dev/null, a file, a closed number, a socket
+ *   fuse-probe options DIR       allow_other, another user_id, unknown options, rootmode
+ *   fuse-probe umount PATH...    umount2(PATH, 0) and (PATH, MNT_DETACH)
+ *   fuse-probe strings DIR       unterminated, oversized strings, bad pointers
+ *   fuse-probe race DIR N        N mounts while another thread flips the type
+ *                                and target strings: "race mounted M refused R bad B"
+ *   fuse-probe loop DIR N        N times: mount, umount: "loop N ok K"
+ *   fuse-probe hold DIR          mount, print "held", wait for stdin to close, unmount
  *
  * Calls use arguments the kernel would reject with a specific error (EBADF,
- * EINVAL, ...) after its capability checks, so EPERM means "stopped by
- * seccomp" (or by a missing capability, which the test rules out by giving the
- * container the capability the call needs). */
+ * EINVAL, ...) after its checks, so EPERM means "stopped by seccomp or the
+ * broker". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_fsopen
@@ -34,26 +49,19 @@
 
 static const char *ename(int e)
 {
-    switch (e) {
-    case 0: return "ok";
-    case EPERM: return "EPERM";
-    case ENOSYS: return "ENOSYS";
-    case EBADF: return "EBADF";
-    case EINVAL: return "EINVAL";
-    case EFAULT: return "EFAULT";
-    case ENOENT: return "ENOENT";
-    case ENODEV: return "ENODEV";
-    case EACCES: return "EACCES";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EBUSY: return "EBUSY";
-    case ENOTDIR: return "ENOTDIR";
-    case ENXIO: return "ENXIO";
-    default: {
-        static char buf[32];
-        snprintf(buf, sizeof(buf), "errno%d", e);
-        return buf;
-    }
-    }
+    static const struct { int e; const char *n; } names[] = {
+        { 0, "ok" }, { EPERM, "EPERM" }, { ENOSYS, "ENOSYS" }, { EBADF, "EBADF" },
+        { EINVAL, "EINVAL" }, { EFAULT, "EFAULT" }, { ENOENT, "ENOENT" }, { ENODEV, "ENODEV" },
+        { EACCES, "EACCES" }, { EOPNOTSUPP, "EOPNOTSUPP" }, { EBUSY, "EBUSY" },
+        { ENOTDIR, "ENOTDIR" }, { ENXIO, "ENXIO" }, { ENAMETOOLONG, "ENAMETOOLONG" },
+        { ELOOP, "ELOOP" }, { EAGAIN, "EAGAIN" },
+    };
+    static char buf[32];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (names[i].e == e)
+            return names[i].n;
+    snprintf(buf, sizeof(buf), "errno%d", e);
+    return buf;
 }
 
 static void report(const char *what, long r)
@@ -77,25 +85,250 @@ static void probe_unshare_user(void)
 
 static void common_calls(void)
 {
-    /* bpf: BPF_MAP_CREATE with a NULL attr of size 0: EINVAL unfiltered. */
     report("bpf", syscall(SYS_bpf, 0, NULL, 0));
-    /* keyctl with an operation that does not exist: EOPNOTSUPP unfiltered. */
     report("keyctl", syscall(SYS_keyctl, 9999, 0, 0, 0, 0));
-    /* setns on a closed descriptor: EBADF unfiltered. */
     report("setns", syscall(SYS_setns, -1, 0));
-    /* open_by_handle_at on a bad mount fd, with CAP_DAC_READ_SEARCH: EBADF unfiltered. */
     report("open_by_handle_at", syscall(SYS_open_by_handle_at, -1, NULL, 0));
-    /* fsopen of a file system that does not exist: ENODEV unfiltered. */
     report("fsopen", syscall(SYS_fsopen, "resview-no-such-fs", 0));
-    /* open_tree on a bad descriptor: EBADF unfiltered. */
     report("open_tree", syscall(SYS_open_tree, -1, "", 0));
     probe_unshare_user();
+}
+
+/* libfuse's options for a fresh /dev/fuse fd of ours. */
+static int fuse_opts(char *buf, size_t size, int fd, const char *extra)
+{
+    snprintf(buf, size, "fd=%d,rootmode=40000,user_id=%u,group_id=%u%s%s", fd, getuid(), getgid(),
+             extra ? "," : "", extra ? extra : "");
+    return 0;
+}
+
+static int fuse_mount(const char *dir, unsigned long flags, const char *extra)
+{
+    char opts[256];
+    int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), r, e;
+
+    if (fd < 0)
+        return -1;
+    fuse_opts(opts, sizeof(opts), fd, extra);
+    r = mount("probe", dir, "fuse.probe", flags, opts);
+    e = errno;
+    close(fd);   /* the mount holds the connection; with no daemon it just aborts */
+    errno = e;
+    return r;
+}
+
+static void fstypes(const char *dir)
+{
+    FILE *f = fopen("/proc/filesystems", "r");
+    char line[256], name[128];
+
+    if (!f) {
+        printf("fstypes cannot-read-/proc/filesystems\n");
+        return;
+    }
+    while (fgets(line, sizeof(line), f)) {
+        char *p = strchr(line, '\t');
+        if (!p || sscanf(p + 1, "%127s", name) != 1)
+            continue;
+        if (strcmp(name, "fuse") == 0)
+            continue;
+        char what[160];
+        snprintf(what, sizeof(what), "fstype %s", name);
+        report(what, mount("none", dir, name, 0, "size=1m"));
+    }
+    fclose(f);
+    report("fstype fuseblk", mount("/dev/null", dir, "fuseblk", 0, "fd=0,rootmode=40000,user_id=0,group_id=0"));
+}
+
+static void flags(const char *dir)
+{
+    static const struct { unsigned long f; const char *n; } fl[] = {
+        { MS_BIND, "bind" }, { MS_BIND | MS_REC, "rbind" }, { MS_MOVE, "move" },
+        { MS_REMOUNT, "remount" }, { MS_REMOUNT | MS_BIND, "remount-bind" }, { MS_REC, "rec" },
+        { MS_SHARED, "shared" }, { MS_PRIVATE, "private" }, { MS_SLAVE, "slave" },
+        { MS_UNBINDABLE, "unbindable" }, { MS_MANDLOCK, "mandlock" }, { 1ul << 40, "unknown-bit" },
+    };
+    char what[64];
+    for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+        snprintf(what, sizeof(what), "flag %s", fl[i].n);
+        report(what, fuse_mount(dir, fl[i].f, NULL));
+    }
+    /* the escapes a CAP_SYS_ADMIN container would try first */
+    report("mount-bind-proc", mount("/proc", "/proc", NULL, MS_BIND, NULL));
+    report("mount-remount-proc", mount("proc", "/proc", "proc", MS_REMOUNT, NULL));
+    report("mount-move-proc", mount("/proc", "/tmp", NULL, MS_MOVE, NULL));
+    report("mount-private-root", mount("none", "/", NULL, MS_PRIVATE | MS_REC, NULL));
+    report("mount-remount-root-rw", mount("none", "/", NULL, MS_REMOUNT, NULL));
+}
+
+static void with_fd(const char *what, const char *dir, int fd)
+{
+    char opts[256];
+    fuse_opts(opts, sizeof(opts), fd, NULL);
+    report(what, mount("probe", dir, "fuse.probe", 0, opts));
+}
+
+static void badfd(const char *dir)
+{
+    int p[2], s[2], null = open("/dev/null", O_RDWR), file = open("/bin/busybox", O_RDONLY);
+    if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) < 0)
+        return;
+    with_fd("badfd pipe", dir, p[0]);
+    with_fd("badfd devnull", dir, null);
+    with_fd("badfd file", dir, file);
+    with_fd("badfd socket", dir, s[0]);
+    with_fd("badfd closed", dir, 999);
+    with_fd("badfd negative", dir, -1);
+}
+
+static void options(const char *dir)
+{
+    char opts[256];
+    int fd = open("/dev/fuse", O_RDWR);
+    report("opt allow_other", fuse_mount(dir, 0, "allow_other"));
+    snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=%u,group_id=0", fd, getuid() + 1);
+    report("opt other-user_id", mount("probe", dir, "fuse.probe", 0, opts));
+    report("opt blksize", fuse_mount(dir, 0, "blksize=4096"));
+    report("opt context", fuse_mount(dir, 0, "context=system_u:object_r:tmp_t:s0"));
+    snprintf(opts, sizeof(opts), "fd=%d,rootmode=100000,user_id=%u,group_id=%u", fd, getuid(), getgid());
+    report("opt rootmode-file-on-dir", mount("probe", dir, "fuse.probe", 0, opts));
+    snprintf(opts, sizeof(opts), "rootmode=40000,user_id=0,group_id=0");
+    report("opt no-fd", mount("probe", dir, "fuse.probe", 0, opts));
+    report("opt devnull-target", fuse_mount("/dev/null", 0, NULL));
+    close(fd);
+}
+
+static void umounts(int argc, char **argv)
+{
+    char what[512];
+    for (int i = 0; i < argc; i++) {
+        snprintf(what, sizeof(what), "umount %s", argv[i]);
+        report(what, umount2(argv[i], 0));
+        snprintf(what, sizeof(what), "umount-lazy %s", argv[i]);
+        report(what, umount2(argv[i], MNT_DETACH));
+    }
+}
+
+static void strings(const char *dir)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *big = malloc(8192), opts[256];
+    int fd = open("/dev/fuse", O_RDWR);
+
+    if (two == MAP_FAILED || !big || fd < 0)
+        return;
+    /* the second page unmapped: a string that runs into it has no end */
+    munmap(two + page, (size_t)page);
+    fuse_opts(opts, sizeof(opts), fd, NULL);
+    memset(two, 'a', (size_t)page);
+    report("str target-unterminated", mount("probe", two, "fuse.probe", 0, opts));
+    memcpy(two + page - 4, "fuse", 4);
+    report("str fstype-unterminated", mount("probe", dir, two + page - 4, 0, opts));
+    memset(big, 'a', 8191);
+    big[8191] = '\0';
+    report("str target-oversized", mount("probe", big, "fuse.probe", 0, opts));
+    report("str fstype-oversized", mount("probe", dir, big, 0, opts));
+    report("str source-oversized", mount(big, dir, "fuse.probe", 0, opts));
+    memset(two, 'x', (size_t)page);
+    report("str data-unterminated", mount("probe", dir, "fuse.probe", 0, two));
+    report("ptr target-null", mount("probe", NULL, "fuse.probe", 0, opts));
+    report("ptr fstype-null", mount("probe", dir, NULL, 0, opts));
+    report("ptr data-null", mount("probe", dir, "fuse.probe", 0, NULL));
+    report("ptr target-1", mount("probe", (const char *)1, "fuse.probe", 0, opts));
+    report("ptr fstype-unmapped", mount("probe", dir, two + page, 0, opts));
+    report("ptr data-unmapped", mount("probe", dir, "fuse.probe", 0, two + page));
+    report("ptr source-kernel", mount((const char *)0xffffffffff600000ul, dir, "fuse.probe", 0, opts));
+    report("ptr umount-unmapped", umount2(two + page, 0));
+    close(fd);
+}
+
+/* Another thread flips the strings the main thread passes to mount(2). */
+static volatile int flipping = 1;
+static char race_type[16] = "fuse.probe", race_target[256];
+static char race_dir[256];
+static void *flipper(void *arg)
+{
+    (void)arg;
+    while (flipping) {
+        memcpy(race_type, "tmpfs\0", 6);
+        memcpy(race_target, "/proc\0", 6);
+        memcpy(race_type, "fuse.probe", 11);
+        memcpy(race_target, race_dir, strlen(race_dir) + 1);
+    }
+    return NULL;
+}
+
+static void race(const char *dir, int n)
+{
+    pthread_t t;
+    int mounted = 0, refused = 0, bad = 0;
+    char opts[256], line[1024];
+
+    snprintf(race_dir, sizeof(race_dir), "%s", dir);
+    memcpy(race_target, race_dir, strlen(race_dir) + 1);
+    pthread_create(&t, NULL, flipper, NULL);
+    for (int i = 0; i < n; i++) {
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        fuse_opts(opts, sizeof(opts), fd, NULL);
+        if (mount("probe", race_target, race_type, 0, opts) < 0) {
+            refused++;
+            close(fd);
+            continue;
+        }
+        mounted++;
+        close(fd);
+        /* what got mounted, and where */
+        FILE *f = fopen("/proc/self/mountinfo", "r");
+        while (f && fgets(line, sizeof(line), f)) {
+            char mp[256], type[64];
+            const char *dash = strstr(line, " - ");
+            if (!dash || sscanf(line, "%*d %*d %*s %*s %255s", mp) != 1 || sscanf(dash + 3, "%63s", type) != 1)
+                continue;
+            if (strcmp(type, "tmpfs") == 0 && strcmp(mp, "/proc") == 0)
+                bad++;
+            if (strncmp(type, "fuse", 4) == 0 && strcmp(mp, dir) != 0 && strcmp(type, "fuse.lxcfs") != 0)
+                bad++;
+        }
+        if (f)
+            fclose(f);
+        if (umount2(dir, MNT_DETACH) < 0)
+            bad++;
+    }
+    flipping = 0;
+    pthread_join(t, NULL);
+    printf("race mounted %d refused %d bad %d\n", mounted, refused, bad);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* The time per pair is printed for the benchmark (tests/bench.d/fuse.sh). */
+static void loop(const char *dir, int n)
+{
+    double t0 = now_us(), t_mount = 0, t;
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        t = now_us();
+        if (fuse_mount(dir, 0, NULL) == 0) {
+            t_mount += now_us() - t;
+            if (umount2(dir, 0) == 0)
+                ok++;
+        }
+    }
+    printf("loop %d ok %d\n", n, ok);
+    printf("loop-time mount+umount %.0f us, mount %.0f us\n", (now_us() - t0) / (n ? n : 1),
+           t_mount / (ok ? ok : 1));
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: fuse-probe denied|control|mknod|mount-tmpfs ...\n");
+        fprintf(stderr, "usage: fuse-probe MODE ...\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -105,25 +338,48 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "denied") == 0) {
         common_calls();
-        /* The escapes a CAP_SYS_ADMIN container would try first. */
-        report("mount-bind-proc", mount("/proc", "/proc", NULL, MS_BIND, NULL));
-        report("mount-remount-proc", mount("proc", "/proc", "proc", MS_REMOUNT, NULL));
-        report("mount-move-proc", mount("/proc", "/tmp", NULL, MS_MOVE, NULL));
-        report("mount-private-root", mount("none", "/", NULL, MS_PRIVATE | MS_REC, NULL));
         return 0;
     }
     if (strcmp(argv[1], "mknod") == 0 && argc == 5) {
         unsigned maj = (unsigned)strtoul(argv[3], NULL, 10), min = (unsigned)strtoul(argv[4], NULL, 10);
-        int fd;
         report("mknod", mknod(argv[2], S_IFCHR | 0666, makedev(maj, min)));
-        fd = open(argv[2], O_RDWR | O_NONBLOCK);
-        report("open", fd);
+        report("open", open(argv[2], O_RDWR | O_NONBLOCK));
         return 0;
     }
     if (strcmp(argv[1], "mount-tmpfs") == 0 && argc == 3) {
         report("mount-tmpfs", mount("tmpfs", argv[2], "tmpfs", 0, "size=1m"));
         return 0;
     }
-    fprintf(stderr, "fuse-probe: bad arguments\n");
-    return 2;
+    if (strcmp(argv[1], "mount") == 0 && argc >= 3) {
+        report("mount", fuse_mount(argv[2], argc > 3 ? strtoul(argv[3], NULL, 0) : 0, NULL));
+        return 0;
+    }
+    if (strcmp(argv[1], "fstypes") == 0 && argc == 3)
+        fstypes(argv[2]);
+    else if (strcmp(argv[1], "flags") == 0 && argc == 3)
+        flags(argv[2]);
+    else if (strcmp(argv[1], "badfd") == 0 && argc == 3)
+        badfd(argv[2]);
+    else if (strcmp(argv[1], "options") == 0 && argc == 3)
+        options(argv[2]);
+    else if (strcmp(argv[1], "umount") == 0)
+        umounts(argc - 2, argv + 2);
+    else if (strcmp(argv[1], "strings") == 0 && argc == 3)
+        strings(argv[2]);
+    else if (strcmp(argv[1], "race") == 0 && argc == 4)
+        race(argv[2], atoi(argv[3]));
+    else if (strcmp(argv[1], "loop") == 0 && argc == 4)
+        loop(argv[2], atoi(argv[3]));
+    else if (strcmp(argv[1], "hold") == 0 && argc == 3) {
+        char c;
+        report("mount", fuse_mount(argv[2], 0, NULL));
+        printf("held\n");
+        while (read(0, &c, 1) > 0) {
+        }
+        report("umount", umount2(argv[2], MNT_DETACH));
+    } else {
+        fprintf(stderr, "fuse-probe: bad arguments\n");
+        return 2;
+    }
+    return 0;
 }

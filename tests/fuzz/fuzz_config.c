@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(FUZZ_TERMINATED(cfg.warnings[i]), "warning %d", i);
     FUZZ_CHECK(FUZZ_TERMINATED(cfg.log_file) && FUZZ_TERMINATED(cfg.hook_path) &&
                FUZZ_TERMINATED(cfg.hook_stage) && FUZZ_TERMINATED(cfg.lxcfs_root) &&
-               FUZZ_TERMINATED(cfg.state_dir) && FUZZ_TERMINATED(cfg.apparmor_profile),
+               FUZZ_TERMINATED(cfg.state_dir),
                "an unterminated string");
     FUZZ_CHECK(cfg.hook_path[0] == '/', "hook.path not absolute: %s", cfg.hook_path);
     FUZZ_CHECK(strcmp(cfg.hook_stage, "prestart") == 0 || strcmp(cfg.hook_stage, "createRuntime") == 0,

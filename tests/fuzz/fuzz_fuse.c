@@ -1,42 +1,36 @@
-/* fuzz_fuse - the FUSE grant (rv_fuse_apply_host) on fuzzed specs, with
- * AppArmor disabled or loaded (first byte) and the shipped seccomp profile
- * for specs without one. Least-privilege invariants, when it succeeds:
+/* fuzz_fuse - who may ask (rv_fuse_wanted) and the FUSE grant
+ * (rv_fuse_apply_host) on fuzzed specs. The first byte picks the policy and
+ * what the next runtime supports; the shipped seccomp profile serves specs
+ * without one. Invariants:
+ *   - the policy: never a grant with fuse.allowed false, never for
+ *     RESVIEW_FUSE=1 alone, never outside fuse.namespaces;
+ *   - a runtime without listener support: refused, or no broker needed;
  *   - a privileged spec is left exactly as it was;
- *   - every capability set holds what it held plus at most CAP_SYS_ADMIN;
- *     ambient grows only where it was non-empty;
+ *   - process (capabilities included) never changes: no capability is added;
  *   - linux.devices gains only /dev/fuse (c 10:229), the device cgroup only
- *     an allow rule for c 10:229;
+ *     an allow rule for c 10:229; no other key of linux but seccomp changes;
  *   - every syscall name the spec's seccomp denied (an unconditional rule whose
- *     action is an errno, kill or trap) is still denied, but mount/umount2,
- *     and under a denying default action only mount/umount2 gain an allow rule;
- *   - nothing else in the spec changes (other top-level keys, process keys
- *     other than capabilities/apparmorProfile);
+ *     action is an errno, kill or trap) is still denied, but mount, umount and
+ *     umount2, which go to the broker (SCMP_ACT_NOTIFY); no name gains an
+ *     allowing rule;
  *   - a second grant gives identical bytes; the output is valid JSON. */
 #include "fuzz.h"
 #include <limits.h>
-#include "host_tree.h"
 #include "resview/edit.h"
 #include "resview/fuse.h"
 #include "resview/spec.h"
 
 static struct rv_config cfg;
-static char aa_on[PATH_MAX], aa_off[PATH_MAX], aa_profiles[PATH_MAX], seccomp[PATH_MAX];
+static char seccomp[PATH_MAX];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    struct rv_host h;
-
     (void)argc; (void)argv;
-    host_tree_create(&h);
-    host_tree_put("aa/on", "Y\n");
-    host_tree_put("aa/off", "N\n");
-    host_tree_put("aa/profiles", "resview-fuse (enforce)\ndocker-default (enforce)\n");
-    snprintf(aa_on, sizeof(aa_on), "%s/aa/on", host_tree_dir);
-    snprintf(aa_off, sizeof(aa_off), "%s/aa/off", host_tree_dir);
-    snprintf(aa_profiles, sizeof(aa_profiles), "%s/aa/profiles", host_tree_dir);
     if (!realpath("profiles/seccomp.json", seccomp))
         fuzz_die("run from the top of the tree (profiles/seccomp.json)");
     rv_config_defaults(&cfg);
+    cfg.fuse_allowed = true;
+    strcpy(cfg.state_dir, "/run/resview-fuzz");
     return 0;
 }
 
@@ -49,26 +43,6 @@ static bool has_string(json_t *arr, const char *s)
         if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
             return true;
     return false;
-}
-
-/* after == before + at most extra (as sets of strings, order of before kept) */
-static void grows_only_by(json_t *before, json_t *after, const char *extra, const char *where)
-{
-    size_t i;
-    json_t *v;
-
-    if (!before) {
-        FUZZ_CHECK(!after || (json_array_size(after) <= 1 &&
-                              (json_array_size(after) == 0 || has_string(after, extra))),
-                   "%s: created with more than %s", where, extra);
-        return;
-    }
-    json_array_foreach(before, i, v)
-        FUZZ_CHECK(json_equal(v, json_array_get(after, i)), "%s[%zu]: changed", where, i);
-    for (i = json_array_size(before); i < json_array_size(after); i++) {
-        const char *s = json_string_value(json_array_get(after, i));
-        FUZZ_CHECK(s && strcmp(s, extra) == 0, "%s: added `%s`", where, s ? s : "?");
-    }
 }
 
 static bool denies(const char *action)
@@ -95,7 +69,7 @@ static void denials_kept(json_t *before, json_t *after)
             json_t *r2;
             size_t k;
             bool still = false;
-            /* what FUSE needs is granted (mount with restricted flags, umount2) */
+            /* what goes to the broker */
             if (!name || strcmp(name, "mount") == 0 || strcmp(name, "umount2") == 0 ||
                 strcmp(name, "umount") == 0)
                 continue;
@@ -136,17 +110,21 @@ static void no_new_allows(json_t *before, json_t *after)
             const char *name = json_string_value(n);
             if (!name || allowed_by_rule(before, name))
                 continue;
-            FUZZ_CHECK(strcmp(name, "mount") == 0 || strcmp(name, "umount2") == 0 ||
-                       strcmp(name, "umount") == 0, "seccomp: `%s` newly allowed", name);
+            FUZZ_CHECK((strcmp(name, "mount") == 0 || strcmp(name, "umount2") == 0 ||
+                        strcmp(name, "umount") == 0) &&
+                       strcmp(json_string_value(json_object_get(r, "action")), "SCMP_ACT_NOTIFY") == 0,
+                       "seccomp: `%s` newly allowed", name);
         }
     }
 }
 
-static int grant(const char *text, size_t len, bool aa, json_t **root, char **out, size_t *outlen)
+static int grant(const char *text, size_t len, const struct rv_fuse_runtime *rt, json_t **root,
+                 char **out, size_t *outlen, bool *broker)
 {
-    struct rv_fuse_host host = { aa ? aa_on : aa_off, aa_profiles, seccomp };
+    struct rv_fuse_host host = { seccomp };
     struct rv_error err = { 0 };
     struct rv_spec spec;
+    json_t *loaded;
     bool changed;
 
     *root = NULL;
@@ -158,31 +136,68 @@ static int grant(const char *text, size_t len, bool aa, json_t **root, char **ou
         rv_spec_free(&spec);
         return -1;
     }
-    if (rv_fuse_apply_host(spec.root, &cfg, &host, &err) < 0) {
+    loaded = json_deep_copy(spec.root);
+    if (rv_fuse_apply_host(spec.root, &cfg, &host, rt, broker, &err) < 0) {
         FUZZ_CHECK(err.msg[0], "failure without a message");
+        FUZZ_CHECK(json_equal(spec.root, loaded), "a refused grant changed the spec");
+        json_decref(loaded);
         rv_spec_free(&spec);
         return -1;
     }
+    json_decref(loaded);
     FUZZ_CHECK(rv_spec_render(&spec, out, outlen, &changed, &err) == 0, "render: %s", err.msg);
     rv_spec_free(&spec);
     return 0;
 }
 
+/* The policy on the fuzzed spec, under a configuration picked by bits. */
+static void policy(const char *text, size_t len, uint8_t bits)
+{
+    struct rv_config c = cfg;
+    struct rv_error err = { 0 };
+    struct rv_spec spec;
+    bool want = false, runtime = bits & 8;
+    json_t *ann;
+    const char *a, *ns;
+
+    if (rv_spec_parse(&spec, text, len, &err) < 0)
+        return;
+    c.fuse_allowed = bits & 16;
+    if (bits & 32) {
+        strcpy(c.fuse_namespaces[0], "team-a");
+        c.n_fuse_namespaces = 1;
+    }
+    if (rv_fuse_wanted(spec.root, &c, runtime, &want, &err) == 0 && want) {
+        ann = rv_json_path(spec.root, "annotations");
+        a = json_string_value(json_object_get(ann, "resview.io/fuse"));
+        ns = json_string_value(json_object_get(ann, RV_ANN_K8S_NS_CONTAINERD));
+        if (!ns)
+            ns = json_string_value(json_object_get(ann, RV_ANN_K8S_NS_CRIO));
+        FUZZ_CHECK(c.fuse_allowed, "granted with fuse.allowed false");
+        FUZZ_CHECK(runtime || (a && strcmp(a, "true") == 0), "granted without the annotation or runtime name");
+        FUZZ_CHECK(!(bits & 32) || (ns && strcmp(ns, "team-a") == 0), "granted outside fuse.namespaces");
+    }
+    rv_spec_free(&spec);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const sets[] = { "bounding", "effective", "permitted", "inheritable", "ambient" };
     json_t *before = NULL, *after = NULL, *again_root = NULL, *k, *v;
     struct rv_error err = { 0 };
+    struct rv_fuse_runtime rts[3] = { { true, false, "" }, { true, true, "" }, { false, false, "no" } };
+    const struct rv_fuse_runtime *rt;
     char *d1 = NULL, *d2 = NULL;
     size_t l1, l2, i;
     const char *key;
-    bool aa;
+    bool broker, broker2;
 
     if (size < 1)
         return 0;
-    aa = data[0] & 1;
-    if (grant((const char *)data + 1, size - 1, aa, &before, &d1, &l1) < 0)
+    policy((const char *)data + 1, size - 1, data[0]);
+    rt = (data[0] & 3) == 3 ? NULL : &rts[data[0] & 3];
+    if (grant((const char *)data + 1, size - 1, rt, &before, &d1, &l1, &broker) < 0)
         goto out;
+    FUZZ_CHECK(!rt || rt->notify || !broker, "a broker for a runtime that cannot pass the fd");
     FUZZ_CHECK(fuzz_valid_json(d1, l1), "output is not valid JSON");
     FUZZ_CHECK(rv_json_parse(d1, l1, "output", &after, &err) == 0, "output: %s", err.msg);
     if (rv_fuse_spec_is_privileged(before)) {
@@ -190,24 +205,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     }
     json_object_foreach(before, key, v)
-        if (strcmp(key, "process") && strcmp(key, "linux"))
+        if (strcmp(key, "linux"))
             FUZZ_CHECK(json_equal(v, json_object_get(after, key)), "%s: changed", key);
-    json_object_foreach(json_object_get(before, "process"), key, v)
-        if (strcmp(key, "capabilities") && strcmp(key, "apparmorProfile"))
-            FUZZ_CHECK(json_equal(v, rv_json_path(after, "process") ? json_object_get(json_object_get(after, "process"), key) : NULL),
-                       "process.%s: changed", key);
-    if (!aa)
-        FUZZ_CHECK(json_equal(rv_json_path(before, "process.apparmorProfile"),
-                              rv_json_path(after, "process.apparmorProfile")) ||
-                   (!rv_json_path(before, "process.apparmorProfile") && !rv_json_path(after, "process.apparmorProfile")),
-                   "apparmorProfile changed with AppArmor disabled");
-    for (i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
-        json_t *b = json_object_get(rv_json_path(before, "process.capabilities"), sets[i]);
-        json_t *a = json_object_get(rv_json_path(after, "process.capabilities"), sets[i]);
-        if (i == 4 && json_array_size(b) == 0)
-            FUZZ_CHECK(json_array_size(a) == 0, "ambient capabilities created");
-        grows_only_by(b, a, "CAP_SYS_ADMIN", sets[i]);
-    }
+    json_object_foreach(json_object_get(before, "linux"), key, v)
+        if (strcmp(key, "devices") && strcmp(key, "resources") && strcmp(key, "seccomp"))
+            FUZZ_CHECK(json_equal(v, json_object_get(json_object_get(after, "linux"), key)),
+                       "linux.%s: changed", key);
     {
         json_t *bd = rv_json_path(before, "linux.devices"), *ad = rv_json_path(after, "linux.devices");
         json_array_foreach(bd, i, v)
@@ -233,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     denials_kept(rv_json_path(before, "linux.seccomp"), rv_json_path(after, "linux.seccomp"));
     no_new_allows(rv_json_path(before, "linux.seccomp"), rv_json_path(after, "linux.seccomp"));
     /* idempotent */
-    FUZZ_CHECK(grant(d1, l1, aa, &again_root, &d2, &l2) == 0, "a second grant fails");
+    FUZZ_CHECK(grant(d1, l1, rt, &again_root, &d2, &l2, &broker2) == 0, "a second grant fails");
     FUZZ_CHECK(l1 == l2 && memcmp(d1, d2, l1) == 0, "a second grant changes the spec");
 out:
     json_decref(before);

@@ -3,7 +3,7 @@
  *   - the output is valid JSON and parses again (no leaked big-number mark),
  *   - every member the editor does not write is byte for byte what it was:
  *     every top-level member but process, linux and hooks, every process
- *     member but env, capabilities and apparmorProfile, every linux member but
+ *     member but env and capabilities, every linux member but
  *     devices, seccomp and resources, every linux.resources member but devices
  *     (whitespace before and after a member aside),
  *   - where the input parses whole (no duplicate key in members the editor
@@ -156,7 +156,7 @@ static void prefix_but_ours(json_t *a, json_t *b, const char *where)
 static int edit_dump(const char *text, size_t len, char **out, size_t *outlen, bool *changed,
                      struct rv_error *err)
 {
-    struct rv_edit_ctx ctx = { &cfg, &host, false };
+    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host };
     struct rv_edit_result res;
     struct rv_spec spec;
     int r = -1;
@@ -215,12 +215,12 @@ static void same_bytes(const char *a, const char *ae, const char *b, const char 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const top_mine[] = { "process", "linux", "hooks", "annotations", NULL };
-    static const char *const process_mine[] = { "env", "capabilities", "apparmorProfile", NULL };
+    static const char *const process_mine[] = { "env", "capabilities", NULL };
     static const char *const linux_mine[] = { "devices", "resources", "seccomp", NULL };
     static const char *const none[] = { NULL };
     /* what the editor may write, for the byte check */
     static const char *const top_writes[] = { "hooks", NULL };
-    static const char *const process_writes[] = { "env", "capabilities", "apparmorProfile", NULL };
+    static const char *const process_writes[] = { "env", "capabilities", NULL };
     static const char *const linux_writes[] = { "devices", "seccomp", NULL };
     static const char *const resources_writes[] = { "devices", NULL };
     static const struct rule resources_rule[] = { { "resources", resources_writes, NULL }, { NULL, NULL, NULL } };

@@ -17,7 +17,7 @@ static char *edit(const char *text, struct rv_error *err)
 {
     static char *out;
     struct rv_spec spec;
-    struct rv_edit_ctx ctx = { &cfg, &host, false, hook_missing };
+    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host, .hook_missing = hook_missing };
     struct rv_edit_result res;
     size_t len;
     bool changed;

@@ -1,7 +1,8 @@
-/* test_fuse.c - the FUSE grant on whole specs: device, cgroup rule,
- * capabilities, seccomp, AppArmor, refusal, privileged specs, idempotence. */
+/* test_fuse.c - who may ask for FUSE (rv_fuse_wanted) and the grant on whole
+ * specs (rv_fuse_apply_host): device, cgroup rule, seccomp rules to the
+ * broker, no capability, the next runtime's support, privileged specs,
+ * idempotence. */
 #define _GNU_SOURCE
-#include "resview/apparmor.h"
 #include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/seccomp.h"
@@ -24,17 +25,7 @@ static const char *const base_spec =
     "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"}],"
     "\"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"]}}";
 
-static char dir[] = "/tmp/rv-test-fuse.XXXXXX";
-static char aa_enabled[128], aa_profiles[128], profile[512];
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
+static char profile[512];
 
 static json_t *spec(void)
 {
@@ -75,32 +66,111 @@ static size_t count_fuse_devices(json_t *root)
     return n;
 }
 
+/* Set an annotation or an env entry on a fresh spec. */
+static json_t *spec_with(const char *ann, const char *val, const char *env)
+{
+    json_t *j = spec();
+    if (ann)
+        json_object_set_new(j, "annotations", json_pack("{s:s}", ann, val));
+    if (env)
+        json_array_append_new(rv_json_path(j, "process.env"), json_string(env));
+    return j;
+}
+
+static bool rule_for(json_t *root, const char *name, const char *action)
+{
+    json_t *r;
+    size_t i;
+    json_array_foreach(rv_json_path(root, "linux.seccomp.syscalls"), i, r)
+        if (has(json_object_get(r, "names"), name) &&
+            strcmp(json_string_value(json_object_get(r, "action")), action) == 0)
+            return true;
+    return false;
+}
+
 int main(void)
 {
     struct rv_config cfg;
     struct rv_fuse_host host;
     struct rv_error e;
     const char *p;
+    bool want, broker;
 
-    if (!mkdtemp(dir))
-        return 1;
-    snprintf(aa_enabled, sizeof(aa_enabled), "%s/enabled", dir);
-    snprintf(aa_profiles, sizeof(aa_profiles), "%s/profiles", dir);
     p = access("profiles/seccomp.json", R_OK) == 0 ? "profiles/seccomp.json" : "../../profiles/seccomp.json";
     snprintf(profile, sizeof(profile), "%s", p);
     rv_config_defaults(&cfg);
     strcpy(cfg.log_file, "/dev/null");
+    strcpy(cfg.state_dir, "/run/rv-test");
     rv_log_init("test", &cfg);
-    host = (struct rv_fuse_host){ aa_enabled, aa_profiles, profile };
-    write_file(aa_enabled, "N\n");
+    host = (struct rv_fuse_host){ profile };
 
-    /* A spec without seccomp, AppArmor disabled. */
+    /* Who may ask. */
+    ok(!cfg.fuse_allowed, "fuse.allowed defaults to false");
     {
-        cleanup_json json_t *root = spec(), *dflt = NULL;
-        cleanup_free char *once = NULL, *twice = NULL;
-        json_t *dev, *rules, *last, *caps;
+        cleanup_json json_t *ann = spec_with(RV_ANN_FUSE, "true", NULL);
+        cleanup_json json_t *none = spec(), *envonly = spec_with(NULL, NULL, "RESVIEW_FUSE=1");
+        cleanup_json json_t *no = spec_with(RV_ANN_FUSE, "false", "RESVIEW_FUSE=1");
+        cleanup_json json_t *env0 = spec_with(NULL, NULL, "RESVIEW_FUSE=0");
+        cleanup_json json_t *bad = spec_with(RV_ANN_FUSE, "yes", NULL);
+        cleanup_json json_t *badenv = spec_with(NULL, NULL, "RESVIEW_FUSE=true");
+        struct rv_config off = cfg, on = cfg;
+        strcpy(off.path, "/etc/resview/config.json");
+        on.fuse_allowed = true;
+        ok(rv_fuse_wanted(none, &off, false, &want, &e) == 0 && !want, "no request: nothing, whatever the policy");
+        ok(rv_fuse_wanted(ann, &off, false, &want, &e) < 0 && strstr(e.msg, "fuse.allowed is false") &&
+           strstr(e.msg, "/etc/resview/config.json") && strstr(e.msg, "annotation"),
+           "annotation, fuse.allowed false: refused, naming the file (%s)", e.msg);
+        ok(rv_fuse_wanted(none, &off, true, &want, &e) < 0 && strstr(e.msg, RV_FUSE_RUNTIME_NAME),
+           "FUSE runtime name, fuse.allowed false: refused (%s)", e.msg);
+        ok(rv_fuse_wanted(ann, &on, false, &want, &e) == 0 && want, "annotation, allowed: granted");
+        ok(rv_fuse_wanted(none, &on, true, &want, &e) == 0 && want, "FUSE runtime name, allowed: granted");
+        ok(rv_fuse_wanted(envonly, &on, false, &want, &e) < 0 && strstr(e.msg, "image controls") &&
+           strstr(e.msg, RV_ANN_FUSE) && strstr(e.msg, RV_FUSE_RUNTIME_NAME),
+           "RESVIEW_FUSE=1 alone: refused, saying how to ask (%s)", e.msg);
+        ok(rv_fuse_wanted(envonly, &on, true, &want, &e) == 0 && want,
+           "RESVIEW_FUSE=1 under the FUSE runtime name: granted");
+        ok(rv_fuse_wanted(no, &on, true, &want, &e) == 0 && !want,
+           "annotation \"false\" wins over everything (less privilege)");
+        ok(rv_fuse_wanted(env0, &on, true, &want, &e) == 0 && !want, "RESVIEW_FUSE=0: off even under the runtime name");
+        ok(rv_fuse_wanted(bad, &on, false, &want, &e) < 0 && strstr(e.msg, RV_ANN_FUSE),
+           "annotation \"yes\": an error (%s)", e.msg);
+        ok(rv_fuse_wanted(badenv, &on, false, &want, &e) < 0 && strstr(e.msg, "RESVIEW_FUSE"),
+           "RESVIEW_FUSE=true: an error (%s)", e.msg);
+    }
+    /* Kubernetes namespaces. */
+    {
+        cleanup_json json_t *ctd = spec_with(RV_ANN_FUSE, "true", NULL), *crio = spec(), *other = spec(),
+                            *plain = spec_with(RV_ANN_FUSE, "true", NULL);
+        struct rv_config ns = cfg;
+        ns.fuse_allowed = true;
+        strcpy(ns.fuse_namespaces[0], "team-a");
+        strcpy(ns.fuse_namespaces[1], "ml");
+        ns.n_fuse_namespaces = 2;
+        json_object_set_new(json_object_get(ctd, "annotations"), RV_ANN_K8S_NS_CONTAINERD, json_string("ml"));
+        json_object_set_new(crio, "annotations", json_pack("{s:s,s:s}", RV_ANN_FUSE, "true",
+                                                           RV_ANN_K8S_NS_CRIO, "team-a"));
+        json_object_set_new(other, "annotations", json_pack("{s:s,s:s}", RV_ANN_FUSE, "true",
+                                                            RV_ANN_K8S_NS_CONTAINERD, "team-b"));
+        ok(rv_fuse_wanted(ctd, &ns, false, &want, &e) == 0 && want, "containerd's namespace annotation, listed: granted");
+        ok(rv_fuse_wanted(crio, &ns, false, &want, &e) == 0 && want, "CRI-O's namespace annotation, listed: granted");
+        ok(rv_fuse_wanted(other, &ns, false, &want, &e) < 0 && strstr(e.msg, "team-b") &&
+           strstr(e.msg, "fuse.namespaces"), "namespace not listed: refused (%s)", e.msg);
+        ok(rv_fuse_wanted(plain, &ns, false, &want, &e) < 0 && strstr(e.msg, "no Kubernetes namespace"),
+           "no namespace annotation while fuse.namespaces is set: refused (%s)", e.msg);
+        ok(rv_fuse_wanted(other, &ns, true, &want, &e) < 0,
+           "the FUSE runtime name is bound by fuse.namespaces too");
+    }
 
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0, "apply to a plain spec");
+    cfg.fuse_allowed = true;
+    /* A spec without seccomp. */
+    {
+        cleanup_json json_t *root = spec(), *dflt = NULL, *caps0 = NULL;
+        cleanup_free char *once = NULL, *twice = NULL;
+        json_t *dev, *rules, *last;
+
+        caps0 = json_deep_copy(rv_json_path(root, "process.capabilities"));
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && broker,
+           "apply to a plain spec: a broker is needed");
         dev = json_array_get(rv_json_path(root, "linux.devices"), 0);
         ok(json_array_size(rv_json_path(root, "linux.devices")) == 1 &&
            strcmp(json_string_value(json_object_get(dev, "path")), "/dev/fuse") == 0 &&
@@ -114,106 +184,69 @@ int main(void)
         rules = rv_json_path(root, "linux.resources.devices");
         last = json_array_get(rules, json_array_size(rules) - 1);
         {
-            cleanup_json json_t *want = json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c",
-                                                  "major", 10, "minor", 229, "access", "rwm");
-            ok(json_array_size(rules) == 2 && json_equal(last, want),
+            cleanup_json json_t *want_rule = json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c",
+                                                       "major", 10, "minor", 229, "access", "rwm");
+            ok(json_array_size(rules) == 2 && json_equal(last, want_rule),
                "linux.resources.devices: deny-all kept, allow c 10:229 rwm appended");
         }
-        caps = rv_json_path(root, "process.capabilities");
-        ok(has(json_object_get(caps, "bounding"), "CAP_SYS_ADMIN") &&
-           has(json_object_get(caps, "permitted"), "CAP_SYS_ADMIN") &&
-           has(json_object_get(caps, "effective"), "CAP_SYS_ADMIN"),
-           "CAP_SYS_ADMIN in bounding, permitted, effective");
-        ok(!has(json_object_get(caps, "inheritable"), "CAP_SYS_ADMIN") && !json_object_get(caps, "ambient"),
-           "not in inheritable, no ambient set created");
-        ok(json_array_size(json_object_get(caps, "bounding")) == 4 &&
-           json_array_size(json_object_get(caps, "effective")) == 4 &&
-           json_array_size(json_object_get(caps, "permitted")) == 4 &&
-           json_array_size(json_object_get(caps, "inheritable")) == 1,
-           "no other capability added");
+        ok(json_equal(caps0, rv_json_path(root, "process.capabilities")),
+           "capabilities exactly as the engine gave them (no CAP_SYS_ADMIN)");
         ok(rv_seccomp_load(profile, &dflt, &e) == 0 && dflt &&
            json_equal(json_object_get(rv_json_path(root, "linux.seccomp"), "defaultAction"),
                       json_object_get(dflt, "defaultAction")) &&
            json_array_size(rv_json_path(root, "linux.seccomp.syscalls")) ==
-               json_array_size(json_object_get(dflt, "syscalls")) + 3,
-           "no seccomp in the spec: the default profile plus three rules");
-        ok(!rv_json_path(root, "process.apparmorProfile"), "AppArmor disabled: no apparmorProfile");
+               json_array_size(json_object_get(dflt, "syscalls")) + 2,
+           "no seccomp in the spec: the default profile plus two rules");
+        ok(rule_for(root, "mount", "SCMP_ACT_NOTIFY") && rule_for(root, "umount2", "SCMP_ACT_NOTIFY") &&
+           rule_for(root, "umount", "SCMP_ACT_NOTIFY"), "mount, umount, umount2: SCMP_ACT_NOTIFY");
+        ok(rule_for(root, "fsopen", "SCMP_ACT_ERRNO") && rule_for(root, "open_tree", "SCMP_ACT_ERRNO") &&
+           rule_for(root, "mount_setattr", "SCMP_ACT_ERRNO"), "new mount API: an errno rule");
+        ok(!rv_json_path(root, "process.apparmorProfile") && !rv_json_path(root, "linux.seccomp.flags"),
+           "no apparmorProfile, no seccomp flags (runtime support unknown)");
         ok(json_is_true(rv_json_path(root, "process.noNewPrivileges")) &&
            json_array_size(rv_json_path(root, "linux.maskedPaths")) == 1 &&
            json_array_size(rv_json_path(root, "linux.readonlyPaths")) == 1,
            "noNewPrivileges, masked and read-only paths untouched");
+        ok(rv_fuse_set_listener(root, "/run/rv-test/fuse/c1.42.sock", "c1", &e) == 0 &&
+           strcmp(rv_fuse_listener(root), "/run/rv-test/fuse/c1.42.sock") == 0 &&
+           strcmp(json_string_value(rv_json_path(root, "linux.seccomp.listenerMetadata")), "c1") == 0,
+           "listenerPath and listenerMetadata set");
         once = dump(root);
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0, "apply again");
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0, "apply again (our own listener is kept)");
         twice = dump(root);
         ok(once && twice && strcmp(once, twice) == 0, "idempotent: the second pass changes nothing");
         ok(once && strstr(once, "18446744073709551615"), "big rlimit kept exactly");
     }
 
-    /* fuse.allowed=false: refused, document untouched. */
+    /* What the next runtime can do. */
+    {
+        cleanup_json json_t *root = spec(), *copy = NULL, *killable = spec();
+        struct rv_fuse_runtime none = { false, false, "`features`: no SCMP_ACT_NOTIFY" };
+        struct rv_fuse_runtime crun = { true, true, "crun 1.8" };
+        copy = json_deep_copy(root);
+        ok(rv_fuse_apply_host(root, &cfg, &host, &none, &broker, &e) < 0 && strstr(e.msg, "no SCMP_ACT_NOTIFY") &&
+           strstr(e.msg, "runc >= 1.1"), "runtime without listener support: refused (%s)", e.msg);
+        ok(json_equal(root, copy), "refused: the document is untouched");
+        ok(rv_fuse_apply_host(killable, &cfg, &host, &crun, &broker, &e) == 0 &&
+           json_array_size(rv_json_path(killable, "linux.seccomp.flags")) == 1 &&
+           strcmp(json_string_value(json_array_get(rv_json_path(killable, "linux.seccomp.flags"), 0)),
+                  RV_SECCOMP_FLAG_WAIT_KILLABLE) == 0, "runtime with the flag: WAIT_KILLABLE_RECV added");
+        ok(rv_fuse_apply_host(killable, &cfg, &host, &crun, &broker, &e) == 0 &&
+           json_array_size(rv_json_path(killable, "linux.seccomp.flags")) == 1, "and only once");
+    }
+
+    /* Another seccomp agent already listens: refused. */
     {
         cleanup_json json_t *root = spec(), *copy = NULL;
-        struct rv_config no = cfg;
+        json_object_set_new(json_object_get(root, "linux"), "seccomp",
+                            json_pack("{s:s,s:s}", "defaultAction", "SCMP_ACT_ERRNO", "listenerPath",
+                                      "/run/agent.sock"));
         copy = json_deep_copy(root);
-        no.fuse_allowed = false;
-        strcpy(no.path, "/etc/resview/config.json");
-        ok(rv_fuse_apply_host(root, &no, &host, &e) < 0 && strstr(e.msg, "fuse.allowed is false") &&
-           strstr(e.msg, "/etc/resview/config.json"), "fuse.allowed=false: refused (%s)", e.msg);
-        ok(json_equal(root, copy), "fuse.allowed=false: the document is untouched");
-    }
-
-    /* Ambient only where the spec uses ambient. */
-    {
-        cleanup_json json_t *root = spec(), *empty = spec();
-        json_t *caps;
-        json_object_set_new(rv_json_path(root, "process.capabilities"), "ambient", json_pack("[s]", "CAP_CHOWN"));
-        json_object_set_new(rv_json_path(empty, "process.capabilities"), "ambient", json_array());
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && rv_fuse_apply_host(empty, &cfg, &host, &e) == 0,
-           "apply with ambient sets");
-        caps = rv_json_path(root, "process.capabilities");
-        ok(has(json_object_get(caps, "ambient"), "CAP_SYS_ADMIN") &&
-           has(json_object_get(caps, "inheritable"), "CAP_SYS_ADMIN"),
-           "non-empty ambient: CAP_SYS_ADMIN ambient (and inheritable, which ambient needs)");
-        caps = rv_json_path(empty, "process.capabilities");
-        ok(json_array_size(json_object_get(caps, "ambient")) == 0 &&
-           !has(json_object_get(caps, "inheritable"), "CAP_SYS_ADMIN"),
-           "empty ambient: left empty");
-    }
-
-    /* No capabilities object: none created (the runtime keeps every capability). */
-    {
-        cleanup_json json_t *root = spec();
-        json_object_del(json_object_get(root, "process"), "capabilities");
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && !rv_json_path(root, "process.capabilities"),
-           "no process.capabilities: not created");
-    }
-
-    /* AppArmor. */
-    {
-        cleanup_json json_t *root = spec(), *notloaded = spec(), *disabled = spec();
-        cleanup_json json_t *copy = json_deep_copy(notloaded);
-        enum rv_aa_state st;
-        write_file(aa_enabled, "Y\n");
-        write_file(aa_profiles, "docker-default (enforce)\nresview-fuse-old (enforce)\nresview-fuse (enforce)\n");
-        json_object_set_new(json_object_get(root, "process"), "apparmorProfile", json_string("docker-default"));
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 &&
-           strcmp(json_string_value(rv_json_path(root, "process.apparmorProfile")), "resview-fuse") == 0,
-           "AppArmor enabled, profile loaded: apparmorProfile = resview-fuse (replacing docker-default)");
-        write_file(aa_profiles, "docker-default (enforce)\nresview-fuse-old (enforce)\n");
-        ok(rv_fuse_apply_host(notloaded, &cfg, &host, &e) < 0 && strstr(e.msg, "not loaded") &&
-           strstr(e.msg, "resview-fuse"), "AppArmor enabled, profile not loaded: refused (%s)", e.msg);
-        ok(json_equal(notloaded, copy), "refused: document untouched");
-        ok(rv_apparmor_state(aa_enabled, aa_profiles, "resview-fuse-old", &st, &e) == 0 && st == RV_AA_LOADED,
-           "profile list: exact name match");
-        unlink(aa_enabled);
-        json_object_set_new(json_object_get(disabled, "process"), "apparmorProfile", json_string("custom"));
-        ok(rv_fuse_apply_host(disabled, &cfg, &host, &e) == 0 &&
-           strcmp(json_string_value(rv_json_path(disabled, "process.apparmorProfile")), "custom") == 0,
-           "no AppArmor module: the field is not added or changed");
-        write_file(aa_enabled, "Y\n");
-        unlink(aa_profiles);
-        ok(rv_apparmor_state(aa_enabled, aa_profiles, "resview-fuse", &st, &e) < 0,
-           "enabled but the profile list is unreadable: error (%s)", e.msg);
-        write_file(aa_enabled, "N\n");
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) < 0 && strstr(e.msg, "/run/agent.sock") &&
+           json_equal(root, copy), "foreign listenerPath: refused, untouched (%s)", e.msg);
+        json_object_set_new(rv_json_path(root, "linux.seccomp"), "listenerPath",
+                            json_string("/run/rv-test/fuse/../agent.sock"));
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) < 0, "a path that only starts like ours: refused");
     }
 
     /* Privileged: left alone. */
@@ -225,8 +258,8 @@ int main(void)
                               json_pack("{s:b,s:s}", "allow", 1, "access", "rwm"));
         copy = json_deep_copy(root);
         ok(rv_fuse_spec_is_privileged(root), "privileged: detected");
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && json_equal(root, copy),
-           "privileged: left alone");
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && json_equal(root, copy) && !broker,
+           "privileged: left alone, no broker");
         json_array_append_new(rv_json_path(root, "linux.resources.devices"),
                               json_pack("{s:b,s:s,s:i,s:s}", "allow", 0, "type", "c", "major", 195, "access", "rwm"));
         ok(rv_fuse_spec_is_privileged(root), "privileged with a later narrow deny: still privileged");
@@ -242,12 +275,12 @@ int main(void)
                             json_pack("[{s:s,s:s,s:i,s:i}]", "path", "/dev/fuse", "type", "c", "major", 10, "minor", 229));
         json_array_append_new(rv_json_path(root, "linux.resources.devices"),
                               json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c", "major", 10, "minor", 229, "access", "rwm"));
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && count_fuse_devices(root) == 1 &&
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && count_fuse_devices(root) == 1 &&
            json_array_size(rv_json_path(root, "linux.resources.devices")) == 2,
            "an engine that passed /dev/fuse already: nothing duplicated");
         json_object_set_new(json_object_get(bad, "linux"), "devices",
                             json_pack("[{s:s,s:s,s:i,s:i}]", "path", "/dev/fuse", "type", "c", "major", 1, "minor", 3));
-        ok(rv_fuse_apply_host(bad, &cfg, &host, &e) < 0 && strstr(e.msg, "/dev/fuse"),
+        ok(rv_fuse_apply_host(bad, &cfg, &host, NULL, &broker, &e) < 0 && strstr(e.msg, "/dev/fuse"),
            "/dev/fuse with other numbers: error (%s)", e.msg);
     }
     /* A later deny for c 10:229 re-adds the allow at the end. */
@@ -256,23 +289,12 @@ int main(void)
         json_t *rules = rv_json_path(root, "linux.resources.devices");
         json_array_append_new(rules, json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c", "major", 10, "minor", 229, "access", "rwm"));
         json_array_append_new(rules, json_pack("{s:b,s:s,s:i,s:s}", "allow", 0, "type", "c", "major", 10, "access", "rwm"));
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && json_array_size(rules) == 4 &&
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && json_array_size(rules) == 4 &&
            json_integer_value(json_object_get(json_array_get(rules, 3), "minor")) == 229,
            "a later deny covering /dev/fuse: allow appended after it");
     }
 
-    /* An engine profile with a CAP_SYS_ADMIN condition: refused, untouched. */
-    {
-        cleanup_json json_t *root = spec(), *copy = NULL;
-        json_object_set_new(json_object_get(root, "linux"), "seccomp",
-                            json_pack("{s:s,s:[{s:[s],s:s,s:{s:[s]}}]}", "defaultAction", "SCMP_ACT_ERRNO",
-                                      "syscalls", "names", "setns", "action", "SCMP_ACT_ALLOW",
-                                      "includes", "caps", "CAP_SYS_ADMIN"));
-        copy = json_deep_copy(root);
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) < 0 && json_equal(root, copy),
-           "unresolved CAP_SYS_ADMIN condition: refused, document untouched (%s)", e.msg);
-    }
-    /* The engine granted CAP_SYS_ADMIN and every mount itself: profile kept. */
+    /* The engine granted CAP_SYS_ADMIN and every mount itself: profile kept, no broker. */
     {
         cleanup_json json_t *root = spec(), *sc = NULL, *narrow = NULL;
         json_t *caps = rv_json_path(root, "process.capabilities");
@@ -280,44 +302,41 @@ int main(void)
         sc = json_pack("{s:s,s:[{s:[s,s,s],s:s}]}", "defaultAction", "SCMP_ACT_ERRNO", "syscalls",
                        "names", "mount", "umount2", "setns", "action", "SCMP_ACT_ALLOW");
         json_object_set(json_object_get(root, "linux"), "seccomp", sc);
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 &&
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && !broker &&
            json_equal(rv_json_path(root, "linux.seccomp"), sc) && count_fuse_devices(root) == 1,
-           "engine gave CAP_SYS_ADMIN and mount: its profile is not narrowed, /dev/fuse added");
+           "engine gave CAP_SYS_ADMIN and mount: its profile as it is, /dev/fuse added, no broker");
         narrow = spec();
         caps = rv_json_path(narrow, "process.capabilities");
         json_array_append_new(json_object_get(caps, "bounding"), json_string("CAP_SYS_ADMIN"));
         json_object_set_new(json_object_get(narrow, "linux"), "seccomp",
                             json_pack("{s:s,s:[{s:[s],s:s}]}", "defaultAction", "SCMP_ACT_ERRNO",
                                       "syscalls", "names", "getpid", "action", "SCMP_ACT_ALLOW"));
-        ok(rv_fuse_apply_host(narrow, &cfg, &host, &e) == 0 &&
-           json_array_size(rv_json_path(narrow, "linux.seccomp.syscalls")) == 4,
-           "CAP_SYS_ADMIN without a mount rule: the additions are made");
+        ok(rv_fuse_apply_host(narrow, &cfg, &host, NULL, &broker, &e) == 0 && broker &&
+           json_array_size(rv_json_path(narrow, "linux.seccomp.syscalls")) == 3,
+           "CAP_SYS_ADMIN without a mount rule: mount calls go to the broker");
     }
 
-    /* Idempotent on a default-allow engine profile too (its second pass sees
-     * CAP_SYS_ADMIN, which it must not take for the engine's grant). */
+    /* A default-allow engine profile: its deny rule loses only our names. */
     {
         cleanup_json json_t *root = spec();
         cleanup_free char *once = NULL, *twice = NULL;
         json_object_set_new(json_object_get(root, "linux"), "seccomp",
                             json_pack("{s:s,s:[{s:[s,s],s:s}]}", "defaultAction", "SCMP_ACT_ALLOW",
                                       "syscalls", "names", "bpf", "mount", "action", "SCMP_ACT_ERRNO"));
-        ok(rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && (once = dump(root)) &&
-           rv_fuse_apply_host(root, &cfg, &host, &e) == 0 && (twice = dump(root)) &&
-           strcmp(once, twice) == 0 && json_array_size(rv_json_path(root, "linux.seccomp.syscalls")) == 11,
-           "default-allow engine profile: idempotent, forbidden-flag rules added once");
+        ok(rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && (once = dump(root)) &&
+           rv_fuse_apply_host(root, &cfg, &host, NULL, &broker, &e) == 0 && (twice = dump(root)) &&
+           strcmp(once, twice) == 0 && json_array_size(rv_json_path(root, "linux.seccomp.syscalls")) == 3 &&
+           rule_for(root, "bpf", "SCMP_ACT_ERRNO") && rule_for(root, "mount", "SCMP_ACT_NOTIFY") &&
+           !rule_for(root, "mount", "SCMP_ACT_ERRNO"),
+           "default-allow engine profile: bpf still denied, mount to the broker, idempotent");
     }
 
     /* No default profile to be found. */
     {
         cleanup_json json_t *root = spec();
-        struct rv_fuse_host h2 = { aa_enabled, aa_profiles, "/nonexistent/resview/seccomp.json" };
-        ok(rv_fuse_apply_host(root, &cfg, &h2, &e) < 0 && strstr(e.msg, "no seccomp profile"),
+        struct rv_fuse_host h2 = { "/nonexistent/resview/seccomp.json" };
+        ok(rv_fuse_apply_host(root, &cfg, &h2, NULL, &broker, &e) < 0 && strstr(e.msg, "no seccomp profile"),
            "missing default profile: error (%s)", e.msg);
     }
-
-    unlink(aa_enabled);
-    unlink(aa_profiles);
-    rmdir(dir);
     return unit_done();
 }

@@ -1,5 +1,6 @@
-/* test_seccomp.c - the seccomp additions for FUSE, on the project's profile and
- * on sample engine profiles (tests/fuse/profiles), and the name check. */
+/* test_seccomp.c - the seccomp rules of the FUSE grant (mount calls to the
+ * broker, the new mount API ENOSYS), on the project's profile and on sample
+ * engine profiles (tests/fuse/profiles), and the name check. */
 #define _GNU_SOURCE
 #include "resview/seccomp.h"
 #include "unit.h"
@@ -67,25 +68,22 @@ static bool same_except_syscalls(json_t *a, json_t *b)
     return json_equal(x, y);
 }
 
-static void check_additions(json_t *sc, const char *what, size_t forbidden_rules)
+/* mount, umount, umount2 to the broker in one rule; the new mount API ENOSYS in
+ * another; nothing else names them. */
+static void check_additions(json_t *sc, const char *what)
 {
     cleanup_json json_t *mount = rules_named(sc, "mount"), *um = rules_named(sc, "umount2"),
-                        *fsopen = rules_named(sc, "fsopen"), *mtree = rules_named(sc, "move_mount");
-    json_t *allow = json_array_get(mount, 0), *arg;
+                        *um1 = rules_named(sc, "umount"), *fsopen = rules_named(sc, "fsopen"),
+                        *mtree = rules_named(sc, "move_mount");
+    json_t *notify = json_array_get(mount, 0);
 
-    ok(json_array_size(mount) == 1 + forbidden_rules, "%s: mount rules: one allow + %zu deny",
-       what, forbidden_rules);
-    ok_str(json_string_value(json_object_get(allow, "action")), "SCMP_ACT_ALLOW", "%s: mount allowed", what);
-    arg = json_array_get(json_object_get(allow, "args"), 0);
-    ok(json_integer_value(json_object_get(arg, "index")) == 3 &&
-       json_integer_value(json_object_get(arg, "value")) == (json_int_t)RV_MOUNT_FORBIDDEN_FLAGS &&
-       json_integer_value(json_object_get(arg, "valueTwo")) == 0 &&
-       strcmp(json_string_value(json_object_get(arg, "op")), "SCMP_CMP_MASKED_EQ") == 0 &&
-       json_array_size(json_object_get(allow, "args")) == 1,
-       "%s: mount only when flags & 0x1E3020 == 0", what);
-    ok(json_array_size(um) == 1 && !json_object_get(json_array_get(um, 0), "args") &&
-       strcmp(json_string_value(json_object_get(json_array_get(um, 0), "action")), "SCMP_ACT_ALLOW") == 0,
-       "%s: umount2 allowed", what);
+    ok(json_array_size(mount) == 1 && json_array_size(um) == 1 && json_array_size(um1) == 1 &&
+       json_equal(notify, json_array_get(um, 0)) && json_equal(notify, json_array_get(um1, 0)),
+       "%s: one rule for mount, umount, umount2", what);
+    ok_str(json_string_value(json_object_get(notify, "action")), "SCMP_ACT_NOTIFY",
+           "%s: that rule is SCMP_ACT_NOTIFY", what);
+    ok(!json_object_get(notify, "args") && json_array_size(json_object_get(notify, "names")) == 3,
+       "%s: without argument conditions (the broker decides)", what);
     ok(json_array_size(fsopen) == 1 && json_array_size(mtree) == 1 &&
        json_integer_value(json_object_get(json_array_get(fsopen, 0), "errnoRet")) == 38 &&
        strcmp(json_string_value(json_object_get(json_array_get(fsopen, 0), "action")), "SCMP_ACT_ERRNO") == 0 &&
@@ -114,9 +112,9 @@ static void engine_profile(const char *file, const char *what)
     ok(rv_seccomp_add_fuse(sc, &e) == 0, "%s: edit", what);
     ok(keeps_every_rule(orig, sc), "%s: every engine rule kept, in order, unchanged", what);
     ok(json_array_size(json_object_get(sc, "syscalls")) ==
-       json_array_size(json_object_get(orig, "syscalls")) + 3, "%s: exactly three rules added", what);
+       json_array_size(json_object_get(orig, "syscalls")) + 2, "%s: exactly two rules added", what);
     ok(same_except_syscalls(orig, sc), "%s: default action, errno, architectures kept", what);
-    check_additions(sc, what, 0);
+    check_additions(sc, what);
     idempotent(sc, what);
     ok(rv_seccomp_unknown_names(sc, true, NULL, NULL, &unknown, &e) == 0 && unknown == 0,
        "%s: every name known to libseccomp on its architectures (%zu unknown)", what, unknown);
@@ -176,7 +174,7 @@ int main(void)
             sc = json_deep_copy(orig);
             ok(rv_seccomp_add_fuse(sc, &e) == 0, "default profile: edit");
             ok(keeps_every_rule(orig, sc), "default profile: rules kept");
-            check_additions(sc, "default profile", 0);
+            check_additions(sc, "default profile");
             idempotent(sc, "default profile");
         }
     }
@@ -187,9 +185,9 @@ int main(void)
     /* Default allow, with the engine denying mount and umount2 by a rule. */
     {
         cleanup_json json_t *orig = load("tests/fuse/profiles/default-allow.json"), *sc = NULL;
-        json_t *first, *r;
-        size_t i, denies = 0;
-        bool ok_denies = true;
+        json_t *first;
+        size_t i;
+        bool kept = true;
         ok(orig != NULL, "default-allow sample loads");
         if (orig) {
             sc = json_deep_copy(orig);
@@ -207,65 +205,27 @@ int main(void)
                 ok(json_equal(first, want), "default-allow: the engine's deny rule keeps every other name");
             }
             for (i = 1; i < json_array_size(json_object_get(orig, "syscalls")); i++)
-                ok_denies = ok_denies && has_rule(sc, json_array_get(json_object_get(orig, "syscalls"), i));
-            ok(ok_denies, "default-allow: clone namespace denials kept");
-            check_additions(sc, "default-allow", 7);
-            json_array_foreach(json_object_get(sc, "syscalls"), i, r) {
-                json_t *a = json_array_get(json_object_get(r, "args"), 0);
-                if (strcmp(json_string_value(json_array_get(json_object_get(r, "names"), 0)), "mount") == 0 &&
-                    strcmp(json_string_value(json_object_get(r, "action")), "SCMP_ACT_ERRNO") == 0) {
-                    denies++;
-                    ok_denies = ok_denies && json_integer_value(json_object_get(r, "errnoRet")) == 1 &&
-                                json_integer_value(json_object_get(a, "value")) ==
-                                    json_integer_value(json_object_get(a, "valueTwo")) &&
-                                (json_integer_value(json_object_get(a, "value")) & (json_int_t)RV_MOUNT_FORBIDDEN_FLAGS) ==
-                                    json_integer_value(json_object_get(a, "value"));
-                }
-            }
-            ok(denies == 7 && ok_denies, "default-allow: mount with each forbidden flag keeps the engine's EPERM");
+                kept = kept && has_rule(sc, json_array_get(json_object_get(orig, "syscalls"), i));
+            ok(kept, "default-allow: clone namespace denials kept");
+            check_additions(sc, "default-allow");
             idempotent(sc, "default-allow");
         }
     }
-
-    /* Default allow without any rule for mount: forbidden flags get EPERM. */
-    {
-        cleanup_json json_t *sc = json_pack("{s:s}", "defaultAction", "SCMP_ACT_LOG");
-        ok(rv_seccomp_add_fuse(sc, &e) == 0, "default LOG, no rules: edit");
-        check_additions(sc, "default LOG", 7);
-        idempotent(sc, "default LOG");
-    }
-    /* The engine kills on mount in a default-allow profile: kill it stays. */
+    /* The engine kills on mount in a default-allow profile: the broker answers instead. */
     {
         cleanup_json json_t *sc = json_pack("{s:s,s:[{s:[s],s:s}]}", "defaultAction", "SCMP_ACT_ALLOW",
                                             "syscalls", "names", "mount", "action", "SCMP_ACT_KILL_PROCESS");
-        cleanup_json json_t *m = NULL;
-        json_t *last;
         ok(rv_seccomp_add_fuse(sc, &e) == 0, "kill rule on mount: edit");
-        m = rules_named(sc, "mount");
-        last = json_array_get(m, json_array_size(m) - 1);
-        ok(json_array_size(m) == 8 && strcmp(json_string_value(json_object_get(last, "action")),
-                                            "SCMP_ACT_KILL_PROCESS") == 0 && !json_object_get(last, "errnoRet"),
-           "kill rule on mount: forbidden flags still kill");
-        ok(json_array_size(json_object_get(sc, "syscalls")) == 10, "kill rule on mount: the emptied engine rule is dropped");
+        check_additions(sc, "kill rule on mount");
+        ok(json_array_size(json_object_get(sc, "syscalls")) == 2, "kill rule on mount: the emptied engine rule is dropped");
         idempotent(sc, "kill rule on mount");
     }
-    /* An engine rule that explicitly denies with the default action adds nothing. */
+    /* A default action of NOTIFY belongs to another agent. */
     {
-        cleanup_json json_t *sc = json_pack("{s:s,s:i,s:[{s:[s,s],s:s,s:i}]}", "defaultAction", "SCMP_ACT_ERRNO",
-                                            "defaultErrnoRet", 1, "syscalls", "names", "mount", "getpid",
-                                            "action", "SCMP_ACT_ERRNO", "errnoRet", 1);
-        ok(rv_seccomp_add_fuse(sc, &e) == 0 && json_array_size(json_object_get(sc, "syscalls")) == 4,
-           "explicit deny equal to the default: no extra rules");
-    }
-    /* Docker-format conditions on CAP_SYS_ADMIN are refused. */
-    {
-        cleanup_json json_t *sc = json_pack("{s:s,s:[{s:[s,s,s],s:s,s:{s:[s]}}]}", "defaultAction",
-                                            "SCMP_ACT_ERRNO", "syscalls", "names", "mount", "setns",
-                                            "unshare", "action", "SCMP_ACT_ALLOW", "includes", "caps",
-                                            "CAP_SYS_ADMIN");
+        cleanup_json json_t *sc = json_pack("{s:s}", "defaultAction", "SCMP_ACT_NOTIFY");
         cleanup_json json_t *copy = json_deep_copy(sc);
-        ok(rv_seccomp_add_fuse(sc, &e) < 0 && strstr(e.msg, "CAP_SYS_ADMIN"),
-           "includes.caps CAP_SYS_ADMIN refused: %s", e.msg);
+        ok(rv_seccomp_add_fuse(sc, &e) < 0 && json_equal(sc, copy),
+           "default action SCMP_ACT_NOTIFY: refused (%s)", e.msg);
     }
     /* Malformed profiles. */
     {

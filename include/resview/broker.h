@@ -1,0 +1,99 @@
+/* broker.h - the FUSE mount broker (README "FUSE"): one small process per
+ * FUSE container, started by the shim at create/run before it execs the next
+ * runtime. The runtime hands it the container's seccomp notify fds over a unix
+ * socket (linux.seccomp.listenerPath); it answers every mount(2), umount(2)
+ * and umount2(2) of that container and exits when the container is gone.
+ *
+ *   broker_spawn.c  the shim's side: start, wait until it listens;
+ *   broker.c        the broker's event loop: connections, notify fds, exit;
+ *   broker_req.c    one notification, in a forked single-threaded child;
+ *   mountreq.c      the decisions on copies of the arguments. */
+#ifndef RESVIEW_BROKER_H
+#define RESVIEW_BROKER_H
+
+#include "resview/config.h"
+#include "resview/sys.h"
+
+#define RV_BROKER_NAME "resview-fuse-broker"   /* argv[0] of a broker: ps shows it */
+#define RV_BROKER_DIR "fuse"                   /* under state_dir, mode 0700 */
+#define RV_BROKER_RECORD "fuse"                /* <state_dir>/containers/<id>/fuse: {"socket"} */
+#define RV_BROKER_LISTEN_FD 3                  /* fds a broker starts with */
+#define RV_BROKER_RUNTIME_FD 4
+#define RV_BROKER_READY_TIMEOUT_MS 30000   /* a start under heavy load; normally ~1 ms */
+
+/* Shim side. Start the broker for container `id` and wait until it listens;
+ * path gets its socket: `want` if given (the name a container whose broker
+ * was killed still knows), else <state_dir>/fuse/<id>.<broker pid>.sock,
+ * the id cut to 32 bytes or what fits a socket address: a name no other
+ * broker uses. The broker watches this process (which then becomes the next
+ * runtime) and exits if the runtime never connects. */
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want, char *path,
+                    size_t size, struct rv_error *err);
+
+/* exec into a FUSE container whose broker is gone (killed): start another
+ * on the socket its spec names, so the exec (whose runtime must hand over
+ * the new process's notify fd) works and can mount. Nothing for containers
+ * without a FUSE record. */
+int rv_broker_revive(const struct rv_config *cfg, const char *id, struct rv_error *err);
+
+/* Remove the sockets of brokers that were killed from dir (<state_dir>/fuse). */
+void rv_broker_sweep(const char *dir);
+
+/* Broker mode: resview-runtime run as RV_BROKER_NAME (rv_broker_spawn does
+ * that). Returns the exit code. */
+int rv_broker_main(int argc, char **argv);
+
+/* Whether path is the socket of a live broker for container id (a runtime
+ * chain in which resview runs twice keeps the first one's broker). */
+bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path);
+
+/* Live brokers and stale sockets under <state_dir>/fuse (doctor). */
+int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale);
+
+/* --- between the broker's supervisor and its worker (broker_req.c) --- */
+
+enum rv_broker_call { RV_CALL_OTHER = 0, RV_CALL_MOUNT, RV_CALL_UMOUNT, RV_CALL_UMOUNT2 };
+/* Which call a notification is, from its architecture and number. */
+enum rv_broker_call rv_broker_call(uint32_t arch, int nr);
+
+/* A FUSE mount this broker made: mount id and the connection's device. */
+struct rv_broker_mount {
+    int mnt_id;
+    unsigned dev_major, dev_minor;
+};
+/* The FUSE mounts this broker made: the worker's list, and the supervisor's
+ * copy that a replacement worker starts from. */
+struct rv_mount_set {
+    struct rv_broker_mount *m;
+    size_t n, cap;
+};
+void rv_mount_set_add(struct rv_mount_set *s, const struct rv_broker_mount *m);
+void rv_mount_set_remove(struct rv_mount_set *s, const struct rv_broker_mount *m);
+bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount *m);
+
+/* What the worker tells the supervisor, one atomic write each. */
+enum rv_broker_event { RV_EV_MOUNTED = 1, RV_EV_UNMOUNTED };
+struct rv_broker_record {
+    enum rv_broker_event event;
+    struct rv_broker_mount mount;
+};
+
+struct rv_broker_ctx {
+    int notify_fd;            /* the filter the notification came from */
+    int hostproc;             /* O_PATH of the broker's /proc */
+    int home_mntns;           /* the broker's own mount namespace, to go back to */
+    bool allow_other;         /* fuse.allow_other when the container started */
+    bool others_busy;         /* a replaced worker is still inside a request */
+    struct rv_mount_set *mounts;
+    int record_fd;            /* records to the supervisor */
+    unsigned long served, refused;
+};
+
+/* Handle one notification in the calling (single-threaded) process: read the
+ * caller's arguments through handles opened before NOTIF_ID_VALID, decide,
+ * mount or unmount inside the caller's mount namespace, answer, log, and go
+ * back to the broker's own mount namespace. -1 when that last step failed:
+ * the process must not handle another request. */
+int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n);
+
+#endif

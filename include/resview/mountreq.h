@@ -1,0 +1,70 @@
+/* mountreq.h - what the FUSE broker accepts in a container's mount(2) and
+ * umount2(2), decided on copies of the arguments, without system calls (so
+ * that unit tests and fuzzers can drive it). Every function returns 0 or a
+ * negative errno, the answer the container gets:
+ *   -EPERM   the request is valid but not allowed (another file system type,
+ *            a bind/move/remount/propagation flag, allow_other without
+ *            fuse.allow_other, a user_id that is not the caller's, ...);
+ *   -EINVAL  the arguments are invalid, as the kernel would say (an unknown
+ *            or malformed option, a missing fd=, ...). */
+#ifndef RESVIEW_MOUNTREQ_H
+#define RESVIEW_MOUNTREQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RV_MOUNT_STR_MAX 4096     /* fstype, source, target: PATH_MAX with the NUL */
+#define RV_MOUNT_DATA_MAX 4096    /* the options page */
+#define RV_FUSE_SUBTYPE_MAX 64
+
+/* mount(2) flags the broker accepts, and what it makes of them. */
+struct rv_mount_flags {
+    unsigned attrs;          /* RV_MOUNT_ATTR_* for fsmount; NOSUID|NODEV always */
+    bool ro, sync, dirsync, lazytime;   /* superblock flags, for fsconfig */
+};
+int rv_mountreq_flags(uint64_t flags, struct rv_mount_flags *out);
+
+/* "fuse" or "fuse.SUBTYPE" (SUBTYPE: 1 to 63 of [A-Za-z0-9_.+-]); subtype
+ * gets "" or SUBTYPE. Anything else, fuseblk included: -EPERM. */
+int rv_mountreq_fstype(const char *type, char subtype[RV_FUSE_SUBTYPE_MAX]);
+
+/* Who calls: from /proc/TID/status. */
+struct rv_mount_caller {
+    uid_t uid, fsuid;
+    gid_t gid, fsgid;
+};
+
+/* The options string of a FUSE mount, parsed and checked against the caller. */
+struct rv_fuse_opts {
+    int fd;                      /* fd=N: a descriptor number of the caller */
+    unsigned rootmode;           /* octal; S_IFDIR or S_IFREG file type */
+    uid_t user_id;
+    gid_t group_id;
+    bool default_permissions, allow_other;
+    bool has_max_read;
+    unsigned max_read;
+    char subtype[RV_FUSE_SUBTYPE_MAX];   /* subtype=, if given */
+};
+/* Known options: fd, rootmode, user_id, group_id (all four required, as the
+ * kernel requires them), default_permissions, allow_other (only with
+ * allow_other_ok), max_read, subtype. user_id/group_id must be the caller's
+ * real or file-system ids. */
+int rv_mountreq_options(const char *data, const struct rv_mount_caller *caller,
+                        bool allow_other_ok, struct rv_fuse_opts *out);
+
+/* umount2(2) flags: MNT_FORCE, MNT_DETACH, MNT_EXPIRE, UMOUNT_NOFOLLOW;
+ * anything else -EINVAL (as the kernel). */
+int rv_mountreq_umount_flags(uint64_t flags);
+
+/* /proc/PID/status text: the Uid: and Gid: lines. -EINVAL if absent. */
+int rv_mountreq_caller(const char *status, struct rv_mount_caller *out);
+
+/* One line of /proc/PID/mountinfo for mount id `id`: its file system type
+ * (into fstype), "major:minor" (into dev) and whether it has shared
+ * propagation ("shared:N" among the optional fields). 0 if found, -ENOENT if
+ * no line has that id, -EINVAL if the text is malformed where it matters. */
+int rv_mountinfo_find(const char *text, int id, char *fstype, size_t fstype_size, unsigned *dev_major,
+                      unsigned *dev_minor, bool *shared);
+
+#endif

@@ -1,0 +1,270 @@
+/* mountreq.c - the FUSE broker's decisions on copies of mount(2)/umount2(2)
+ * arguments (see mountreq.h). No system calls here. */
+#define _GNU_SOURCE
+#include "resview/mountreq.h"
+#include "resview/sys.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#ifndef MS_NOSYMFOLLOW
+#define MS_NOSYMFOLLOW 256
+#endif
+#ifndef MS_LAZYTIME
+#define MS_LAZYTIME (1 << 25)
+#endif
+#ifndef UMOUNT_NOFOLLOW
+#define UMOUNT_NOFOLLOW 8
+#endif
+#define RV_MS_MGC_VAL 0xC0ED0000ull
+#define RV_MS_MGC_MSK 0xFFFF0000ull
+
+int rv_mountreq_flags(uint64_t flags, struct rv_mount_flags *out)
+{
+    const uint64_t ok = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_SYNCHRONOUS |
+                        MS_DIRSYNC | MS_NOSYMFOLLOW | MS_NOATIME | MS_NODIRATIME | MS_SILENT |
+                        MS_RELATIME | MS_STRICTATIME | MS_LAZYTIME;
+
+    memset(out, 0, sizeof(*out));
+    /* The old magic number in the high word means nothing (as in the kernel). */
+    if ((flags & RV_MS_MGC_MSK) == RV_MS_MGC_VAL)
+        flags &= ~RV_MS_MGC_MSK;
+    /* MS_BIND, MS_MOVE, MS_REMOUNT, MS_REC, propagation changes, MS_MANDLOCK,
+     * MS_POSIXACL and anything unknown. */
+    if (flags & ~ok)
+        return -EPERM;
+    if ((flags & MS_NOATIME) && (flags & MS_STRICTATIME))
+        return -EINVAL;
+    out->attrs = RV_MOUNT_ATTR_NOSUID | RV_MOUNT_ATTR_NODEV;
+    if (flags & MS_RDONLY) {
+        out->attrs |= RV_MOUNT_ATTR_RDONLY;
+        out->ro = true;
+    }
+    if (flags & MS_NOEXEC)
+        out->attrs |= RV_MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NOSYMFOLLOW)
+        out->attrs |= RV_MOUNT_ATTR_NOSYMFOLLOW;
+    if (flags & MS_NODIRATIME)
+        out->attrs |= RV_MOUNT_ATTR_NODIRATIME;
+    if (flags & MS_NOATIME)
+        out->attrs |= RV_MOUNT_ATTR_NOATIME;
+    else if (flags & MS_STRICTATIME)
+        out->attrs |= RV_MOUNT_ATTR_STRICTATIME;
+    /* else relatime, the default of mount(2) and of fsmount(2) */
+    out->sync = flags & MS_SYNCHRONOUS;
+    out->dirsync = flags & MS_DIRSYNC;
+    out->lazytime = flags & MS_LAZYTIME;
+    return 0;
+}
+
+static bool subtype_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n >= RV_FUSE_SUBTYPE_MAX)
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '.' || *s == '+' || *s == '-'))
+            return false;
+    return true;
+}
+
+int rv_mountreq_fstype(const char *type, char subtype[RV_FUSE_SUBTYPE_MAX])
+{
+    subtype[0] = '\0';
+    if (strcmp(type, "fuse") == 0)
+        return 0;
+    if (strncmp(type, "fuse.", 5) != 0)
+        return -EPERM;
+    if (!subtype_ok(type + 5))
+        return -EINVAL;
+    strcpy(subtype, type + 5);
+    return 0;
+}
+
+/* Decimal (base 10) or octal (base 8) digits only, fitting in 32 bits. */
+static bool parse_u32(const char *s, unsigned base, unsigned *out)
+{
+    unsigned long long v = 0;
+
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (*s < '0' || d >= base)
+            return false;
+        v = v * base + d;
+        if (v > UINT_MAX)
+            return false;
+    }
+    *out = (unsigned)v;
+    return true;
+}
+
+enum { HAS_FD = 1, HAS_ROOTMODE = 2, HAS_UID = 4, HAS_GID = 8, HAS_SUBTYPE = 16, HAS_MAXREAD = 32,
+       HAS_DP = 64, HAS_AO = 128 };
+
+/* One key[=value]; *seen collects what was given (each key once). */
+static int option(const char *key, const char *val, const struct rv_mount_caller *c,
+                  bool allow_other_ok, struct rv_fuse_opts *o, unsigned *seen)
+{
+    static const struct { const char *name; unsigned bit; bool value; } known[] = {
+        { "fd", HAS_FD, true }, { "rootmode", HAS_ROOTMODE, true },
+        { "user_id", HAS_UID, true }, { "group_id", HAS_GID, true },
+        { "subtype", HAS_SUBTYPE, true }, { "max_read", HAS_MAXREAD, true },
+        { "default_permissions", HAS_DP, false }, { "allow_other", HAS_AO, false },
+    };
+    unsigned bit = 0, u;
+
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(key, known[i].name) == 0) {
+            if (known[i].value != (val != NULL))
+                return -EINVAL;
+            bit = known[i].bit;
+        }
+    if (!bit || (*seen & bit))      /* unknown (blksize, context=, ...) or given twice */
+        return -EINVAL;
+    *seen |= bit;
+    switch (bit) {
+    case HAS_FD:
+        if (!parse_u32(val, 10, &u) || u > INT_MAX)
+            return -EINVAL;
+        o->fd = (int)u;
+        return 0;
+    case HAS_ROOTMODE:
+        if (!parse_u32(val, 8, &u) || (u & ~(S_IFMT | 07777)) ||
+            ((u & S_IFMT) != S_IFDIR && (u & S_IFMT) != S_IFREG))
+            return -EINVAL;
+        o->rootmode = u;
+        return 0;
+    case HAS_UID:
+        if (!parse_u32(val, 10, &u))
+            return -EINVAL;
+        if ((uid_t)u != c->uid && (uid_t)u != c->fsuid)
+            return -EPERM;
+        o->user_id = (uid_t)u;
+        return 0;
+    case HAS_GID:
+        if (!parse_u32(val, 10, &u))
+            return -EINVAL;
+        if ((gid_t)u != c->gid && (gid_t)u != c->fsgid)
+            return -EPERM;
+        o->group_id = (gid_t)u;
+        return 0;
+    case HAS_SUBTYPE:
+        if (!subtype_ok(val))
+            return -EINVAL;
+        strcpy(o->subtype, val);
+        return 0;
+    case HAS_MAXREAD:
+        if (!parse_u32(val, 10, &o->max_read))
+            return -EINVAL;
+        o->has_max_read = true;
+        return 0;
+    case HAS_DP:
+        o->default_permissions = true;
+        return 0;
+    default:   /* HAS_AO: the mount would be reachable by every user of the host */
+        if (!allow_other_ok)
+            return -EPERM;
+        o->allow_other = true;
+        return 0;
+    }
+}
+
+int rv_mountreq_options(const char *data, const struct rv_mount_caller *caller,
+                        bool allow_other_ok, struct rv_fuse_opts *out)
+{
+    char buf[RV_MOUNT_DATA_MAX], *save = NULL, *item;
+    unsigned seen = 0;
+    int r;
+
+    memset(out, 0, sizeof(*out));
+    out->fd = -1;
+    if (!data || strlen(data) >= sizeof(buf))
+        return -EINVAL;
+    strcpy(buf, data);
+    for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq)
+            *eq++ = '\0';
+        r = option(item, eq, caller, allow_other_ok, out, &seen);
+        if (r < 0)
+            return r;
+    }
+    if ((seen & (HAS_FD | HAS_ROOTMODE | HAS_UID | HAS_GID)) !=
+        (HAS_FD | HAS_ROOTMODE | HAS_UID | HAS_GID))
+        return -EINVAL;
+    return 0;
+}
+
+int rv_mountreq_umount_flags(uint64_t flags)
+{
+    return (flags & ~(uint64_t)(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW)) ||
+           ((flags & MNT_EXPIRE) && (flags & (MNT_FORCE | MNT_DETACH))) ? -EINVAL : 0;
+}
+
+/* "Uid:\t0\t0\t0\t0" -> real and file-system ids (first and fourth). */
+static int id_line(const char *status, const char *key, unsigned *real, unsigned *fs)
+{
+    const char *p = strstr(status, key);
+    unsigned v[4];
+
+    if (!p || (p != status && p[-1] != '\n'))
+        return -EINVAL;
+    if (sscanf(p + strlen(key), "%u %u %u %u", &v[0], &v[1], &v[2], &v[3]) != 4)
+        return -EINVAL;
+    *real = v[0];
+    *fs = v[3];
+    return 0;
+}
+
+int rv_mountreq_caller(const char *status, struct rv_mount_caller *out)
+{
+    unsigned a, b, c, d;
+
+    if (id_line(status, "Uid:", &a, &b) < 0 || id_line(status, "Gid:", &c, &d) < 0)
+        return -EINVAL;
+    out->uid = a;
+    out->fsuid = b;
+    out->gid = c;
+    out->fsgid = d;
+    return 0;
+}
+
+int rv_mountinfo_find(const char *text, int id, char *fstype, size_t fstype_size, unsigned *dev_major,
+                      unsigned *dev_minor, bool *shared)
+{
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n'), *dash, *p;
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        int lid, n = 0;
+
+        if (sscanf(line, "%d %*d %u:%u%n", &lid, dev_major, dev_minor, &n) == 3 && lid == id) {
+            /* optional fields run from the 7th field to " - " */
+            dash = memmem(line, len, " - ", 3);
+            if (!dash)
+                return -EINVAL;
+            *shared = false;
+            for (p = line; p < dash; p++)
+                if (*p == ' ' && strncmp(p + 1, "shared:", 7) == 0)
+                    *shared = true;
+            p = dash + 3;
+            n = 0;
+            while (p + n < line + len && p[n] != ' ')
+                n++;
+            if (n == 0 || (size_t)n >= fstype_size)
+                return -EINVAL;
+            memcpy(fstype, p, (size_t)n);
+            fstype[n] = '\0';
+            return 0;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return -ENOENT;
+}

@@ -1,0 +1,172 @@
+/* test_mountreq.c - the FUSE broker's decisions on copies of mount(2) and
+ * umount2(2) arguments (mountreq.c): flags, file-system types, FUSE options
+ * checked against the caller, umount flags, /proc status and mountinfo. */
+#define _GNU_SOURCE
+#include "resview/mountreq.h"
+#include "resview/sys.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <sys/mount.h>
+
+#ifndef MS_NOSYMFOLLOW
+#define MS_NOSYMFOLLOW 256
+#endif
+
+static const struct rv_mount_caller root = { 0, 0, 0, 0 }, user = { 1000, 1000, 100, 100 };
+
+static int opts(const char *data, const struct rv_mount_caller *c, bool ao, struct rv_fuse_opts *o)
+{
+    return rv_mountreq_options(data, c, ao, o);
+}
+
+int main(void)
+{
+    struct rv_mount_flags fl;
+    struct rv_fuse_opts o;
+    char sub[RV_FUSE_SUBTYPE_MAX];
+
+    /* Flags. */
+    ok(rv_mountreq_flags(0, &fl) == 0 && fl.attrs == (RV_MOUNT_ATTR_NOSUID | RV_MOUNT_ATTR_NODEV) &&
+       !fl.ro, "no flags: nosuid,nodev forced");
+    ok(rv_mountreq_flags(0xC0ED0000ull | MS_RDONLY, &fl) == 0 && fl.ro && (fl.attrs & RV_MOUNT_ATTR_RDONLY),
+       "MS_MGC_VAL in the high word is ignored; MS_RDONLY: read-only mount and superblock");
+    ok(rv_mountreq_flags(MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_NOSYMFOLLOW, &fl) == 0 &&
+       fl.attrs == (RV_MOUNT_ATTR_NOSUID | RV_MOUNT_ATTR_NODEV | RV_MOUNT_ATTR_NOEXEC | RV_MOUNT_ATTR_NOATIME |
+                    RV_MOUNT_ATTR_NODIRATIME | RV_MOUNT_ATTR_NOSYMFOLLOW),
+       "noexec, noatime, nodiratime, nosymfollow become mount attributes");
+    ok(rv_mountreq_flags(MS_SYNCHRONOUS | MS_DIRSYNC | MS_LAZYTIME | MS_SILENT | MS_STRICTATIME, &fl) == 0 &&
+       fl.sync && fl.dirsync && fl.lazytime && (fl.attrs & RV_MOUNT_ATTR_STRICTATIME),
+       "sync, dirsync, lazytime (superblock), strictatime, silent accepted");
+    {
+        static const unsigned long bad[] = { MS_BIND, MS_MOVE, MS_REMOUNT, MS_REC, MS_SHARED, MS_PRIVATE,
+                                             MS_SLAVE, MS_UNBINDABLE, MS_BIND | MS_REC, MS_REMOUNT | MS_RDONLY,
+                                             MS_MANDLOCK, MS_POSIXACL, 1ul << 40, 0xC0ED0000ul | MS_BIND };
+        bool all = true;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+            all = all && rv_mountreq_flags(bad[i], &fl) == -EPERM;
+        ok(all, "bind, move, remount, rec, propagation, mandlock, posixacl, unknown bits: EPERM");
+    }
+    ok(rv_mountreq_flags(MS_NOATIME | MS_STRICTATIME, &fl) == -EINVAL, "noatime with strictatime: EINVAL");
+
+    /* File-system types. */
+    ok(rv_mountreq_fstype("fuse", sub) == 0 && !*sub, "fuse");
+    ok(rv_mountreq_fstype("fuse.sshfs", sub) == 0 && strcmp(sub, "sshfs") == 0, "fuse.sshfs: subtype sshfs");
+    ok(rv_mountreq_fstype("fuse.rclone", sub) == 0 && rv_mountreq_fstype("fuse.s3fs", sub) == 0,
+       "fuse.rclone, fuse.s3fs");
+    {
+        static const char *const no[] = { "fuseblk", "tmpfs", "proc", "sysfs", "cgroup", "cgroup2", "overlay",
+                                          "ext4", "bpf", "debugfs", "tracefs", "securityfs", "devpts",
+                                          "mqueue", "nfs", "9p", "", "FUSE", "fusectl", "fuse2", NULL };
+        bool all = true;
+        for (size_t i = 0; no[i]; i++)
+            all = all && rv_mountreq_fstype(no[i], sub) == -EPERM;
+        ok(all, "every other type (fuseblk, tmpfs, proc, cgroup, ...): EPERM");
+    }
+    ok(rv_mountreq_fstype("fuse.", sub) == -EINVAL && rv_mountreq_fstype("fuse.a b", sub) == -EINVAL &&
+       rv_mountreq_fstype("fuse.a,b", sub) == -EINVAL &&
+       rv_mountreq_fstype("fuse.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", sub) == -EINVAL,
+       "empty, spaced, comma or overlong subtype: EINVAL");
+
+    /* Options. */
+    ok(opts("fd=5,rootmode=40000,user_id=0,group_id=0", &root, false, &o) == 0 && o.fd == 5 &&
+       o.rootmode == 040000 && o.user_id == 0 && o.group_id == 0 && !o.allow_other,
+       "libfuse's options for root");
+    ok(opts("fd=3,rootmode=100000,user_id=1000,group_id=100,default_permissions,max_read=131072", &user,
+            false, &o) == 0 && o.rootmode == 0100000 && o.default_permissions && o.has_max_read &&
+       o.max_read == 131072, "a regular-file root, default_permissions, max_read");
+    ok(opts("fd=3,rootmode=40000,user_id=0,group_id=0", &user, false, &o) == -EPERM,
+       "user_id of another user (root for a uid-1000 caller): EPERM");
+    ok(opts("fd=3,rootmode=40000,user_id=1000,group_id=0", &user, false, &o) == -EPERM,
+       "group_id of another group: EPERM");
+    ok(opts("fd=3,rootmode=40000,user_id=0,group_id=0,allow_other", &root, false, &o) == -EPERM,
+       "allow_other without fuse.allow_other: EPERM");
+    ok(opts("fd=3,rootmode=40000,user_id=0,group_id=0,allow_other", &root, true, &o) == 0 && o.allow_other,
+       "allow_other with fuse.allow_other: allowed");
+    {
+        static const char *const bad[] = {
+            "rootmode=40000,user_id=0,group_id=0",                 /* no fd */
+            "fd=3,user_id=0,group_id=0",                           /* no rootmode */
+            "fd=3,rootmode=40000,group_id=0",                      /* no user_id */
+            "fd=3,rootmode=40000,user_id=0",                       /* no group_id */
+            "fd=3,fd=4,rootmode=40000,user_id=0,group_id=0",       /* twice */
+            "fd=-1,rootmode=40000,user_id=0,group_id=0",
+            "fd=3x,rootmode=40000,user_id=0,group_id=0",
+            "fd=99999999999,rootmode=40000,user_id=0,group_id=0",
+            "fd=3,rootmode=40009,user_id=0,group_id=0",            /* not octal */
+            "fd=3,rootmode=20000,user_id=0,group_id=0",            /* a character device root */
+            "fd=3,rootmode=140000,user_id=0,group_id=0",           /* a socket root */
+            "fd=3,rootmode=1040000,user_id=0,group_id=0",          /* bits beyond the mode */
+            "fd=3,rootmode=40000,user_id=0,group_id=0,blksize=4096",
+            "fd=3,rootmode=40000,user_id=0,group_id=0,context=system_u:object_r:tmp_t",
+            "fd=3,rootmode=40000,user_id=0,group_id=0,source=x",
+            "fd=3,rootmode=40000,user_id=0,group_id=0,nosuid",
+            "fd=3,rootmode=40000,user_id=0,group_id=0,default_permissions=1",
+            "fd,rootmode=40000,user_id=0,group_id=0",
+            "fd=3,rootmode=40000,user_id=0,group_id=0,subtype=a b",
+            "",
+            NULL };
+        bool all = true;
+        for (size_t i = 0; bad[i]; i++) {
+            int r = opts(bad[i], &root, true, &o);
+            if (r != -EINVAL)
+                printf("#   %s: %d\n", bad[i], r);
+            all = all && r == -EINVAL;
+        }
+        ok(all, "missing, repeated, malformed and unknown options: EINVAL");
+    }
+    ok(opts(",,fd=3,,rootmode=40000,user_id=0,group_id=0,subtype=sshfs", &root, false, &o) == 0 &&
+       strcmp(o.subtype, "sshfs") == 0, "empty items skipped (as the kernel), subtype=");
+    {
+        char big[RV_MOUNT_DATA_MAX + 16];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        ok(opts(big, &root, false, &o) == -EINVAL && opts(NULL, &root, false, &o) == -EINVAL,
+           "oversized or absent options: EINVAL");
+    }
+    /* user_id may be the real or the file-system id. */
+    {
+        struct rv_mount_caller c = { 1000, 2000, 100, 200 };
+        ok(opts("fd=3,rootmode=40000,user_id=2000,group_id=200", &c, false, &o) == 0 &&
+           opts("fd=3,rootmode=40000,user_id=1000,group_id=100", &c, false, &o) == 0,
+           "user_id/group_id: real or file-system ids of the caller");
+    }
+
+    /* umount2 flags. */
+    ok(rv_mountreq_umount_flags(0) == 0 && rv_mountreq_umount_flags(MNT_DETACH) == 0 &&
+       rv_mountreq_umount_flags(MNT_FORCE | MNT_DETACH | 8) == 0 && rv_mountreq_umount_flags(MNT_EXPIRE) == 0,
+       "umount2: 0, MNT_DETACH, MNT_FORCE, UMOUNT_NOFOLLOW, MNT_EXPIRE");
+    ok(rv_mountreq_umount_flags(16) == -EINVAL && rv_mountreq_umount_flags(MNT_EXPIRE | MNT_DETACH) == -EINVAL &&
+       rv_mountreq_umount_flags(1ull << 33) == -EINVAL, "unknown umount2 flags, MNT_EXPIRE with others: EINVAL");
+
+    /* /proc/PID/status. */
+    {
+        struct rv_mount_caller c;
+        ok(rv_mountreq_caller("Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t100\t101\t102\t103\n", &c) == 0 &&
+           c.uid == 1000 && c.fsuid == 1003 && c.gid == 100 && c.fsgid == 103, "status: real and fs ids");
+        ok(rv_mountreq_caller("Name:\tUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n", &c) < 0 &&
+           rv_mountreq_caller("Uid:\t0\t0\n", &c) < 0, "status: malformed or a Uid: not at a line start: error");
+    }
+
+    /* mountinfo. */
+    {
+        static const char mi[] =
+            "22 1 0:21 / / rw,relatime master:1 - overlay overlay rw\n"
+            "30 22 0:5 / /proc rw,nosuid - proc proc rw\n"
+            "41 22 0:44 / /mnt/shared rw shared:7 master:2 - tmpfs tmpfs rw\n"
+            "43 22 0:47 / /mnt/with\\040space\\040shared:9 rw - fuse.sshfs host: rw\n";
+        char t[64];
+        unsigned maj, min;
+        bool shared;
+        ok(rv_mountinfo_find(mi, 22, t, sizeof(t), &maj, &min, &shared) == 0 && strcmp(t, "overlay") == 0 &&
+           maj == 0 && min == 21 && !shared, "mountinfo: type, device, not shared (master only)");
+        ok(rv_mountinfo_find(mi, 41, t, sizeof(t), &maj, &min, &shared) == 0 && shared && strcmp(t, "tmpfs") == 0,
+           "mountinfo: shared:N seen");
+        ok(rv_mountinfo_find(mi, 43, t, sizeof(t), &maj, &min, &shared) == 0 && !shared &&
+           strcmp(t, "fuse.sshfs") == 0, "mountinfo: an escaped mount point cannot fake shared:");
+        ok(rv_mountinfo_find(mi, 99, t, sizeof(t), &maj, &min, &shared) == -ENOENT, "mountinfo: unknown id");
+        ok(rv_mountinfo_find("5 1 0:1 / / rw\n", 5, t, sizeof(t), &maj, &min, &shared) == -EINVAL,
+           "mountinfo: a line without \" - \" is malformed");
+    }
+    return unit_done();
+}
