@@ -131,10 +131,14 @@ SHIM_B=$BUILD/static/resview-runtime
 echo
 echo "== resview-runtime delete ($(basename "$(dirname "$SHIM_B")")), next runtime a no-op, $((ROUNDS * 4)) rounds, interleaved"
 /usr/bin/python3 - "$((ROUNDS * 4))" "$SHIM_B" "$T/cfg-noop.json" "$STATE" <<'PY'
-import os, random, statistics, subprocess, sys, time
+import os, random, resource, statistics, subprocess, sys, time
 rounds, shim, cfg, state = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 env = {"RESVIEW_CONFIG": cfg}
 times = {"with records (fork, wait, remove)": [], "without records (exec)": []}
+cpu = {a: [] for a in times}   # user + system time of the shim and its child: steadier on a busy machine
+def used():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 for i in range(rounds + 10):
     order = list(times); random.shuffle(order)
     for arm in order:
@@ -145,15 +149,19 @@ for i in range(rounds + 10):
             for f in ("env", "views"):
                 with open(os.path.join(d, f), "w") as fh:
                     fh.write('{"env": ["GOMAXPROCS=1"]}')
+        c0 = used()
         t0 = time.perf_counter_ns()
         r = subprocess.run([shim, "delete", cid], env=env)
         dt = time.perf_counter_ns() - t0
+        dc = used() - c0
         if r.returncode != 0 or os.path.exists(os.path.join(state, "containers", cid)):
             sys.exit("bench: delete %s failed" % cid)
         if i >= 10:
             times[arm].append(dt / 1e6)
+            cpu[arm].append(dc * 1e3)
 for arm, v in times.items():
-    print("%-36s median %.3f ms" % (arm, statistics.median(v)))
+    print("%-36s median %.3f ms wall, %.3f ms CPU" % (arm, statistics.median(v), statistics.median(cpu[arm])))
 m = [statistics.median(v) for v in times.values()]
-print("%-36s %+.3f ms" % ("records removed after the delete", m[0] - m[1]))
+c = [statistics.median(v) for v in cpu.values()]
+print("%-36s %+.3f ms wall, %+.3f ms CPU" % ("records removed after the delete", m[0] - m[1], c[0] - c[1]))
 PY
