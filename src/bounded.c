@@ -47,6 +47,7 @@ static struct stuck {
     long since_ms;
 } stuck[STUCK_MAX];
 static unsigned n_stuck;
+static pid_t last_left;     /* left behind by the last call, 0 if none */
 
 void *rv_shared_alloc(size_t size)
 {
@@ -185,8 +186,14 @@ unsigned rv_bounded_stuck(void)
     return n_stuck;
 }
 
+pid_t rv_bounded_left_behind(void)
+{
+    return last_left;
+}
+
 static void leave_behind(unsigned long long key, pid_t pid, int pidfd)
 {
+    last_left = pid;
     if (n_stuck == STUCK_MAX) {
         /* not tracked: reaped by init after we exit */
         if (pidfd >= 0)
@@ -206,6 +213,7 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
     int pidfd = -1, r;
     pid_t pid;
 
+    last_left = 0;
     reap_stuck();
     for (unsigned i = 0; key && i < n_stuck; i++)
         if (stuck[i].key == key)
