@@ -26,7 +26,7 @@ BINS     := $(BUILD)/resview-runtime $(BUILD)/resview-hook $(BUILD)/resview
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all static deps check unit e2e demo bench install uninstall clean fuzz
+.PHONY: all static deps check unit e2e demo bench install uninstall clean fuzz image
 all: $(BINS)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/resview/*.h) | $(BUILD)/obj
@@ -143,6 +143,13 @@ bench:
 	@tests/lib/deps.sh base
 	@$(MAKE) -s --no-print-directory all static
 	@tests/bench.sh
+
+# The Kubernetes node image (hooks/kubernetes/): FROM scratch, LXCFS and the
+# agent's libraries from Debian's .debs, the static binaries; an OCI archive
+# that ctr, docker load and skopeo accept, as $(BUILD)/resview-node.tar.
+image: $(BUILD)/resview-node.tar
+$(BUILD)/resview-node.tar: $(BINS) $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook profiles/seccomp.json $(wildcard hooks/kubernetes/image/*)
+	@hooks/kubernetes/image/build.sh $(BUILD) $(VERSION)
 
 install: all static
 	install -d $(DESTDIR)$(PREFIX)/bin

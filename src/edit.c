@@ -149,6 +149,14 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
         if (rv_env_apply(env, &res->plan, err) < 0)
             return -1;
     }
+    if (res->lxcfs_on && ctx->hook_missing) {
+        /* fail open: the container starts without views, unless they are required */
+        if (cfg->lxcfs_required)
+            return rv_fail(err, ENOENT, "lxcfs.required is true, but the hook `%s` cannot be run",
+                           cfg->hook_path);
+        res->lxcfs_on = false;
+        res->hook_missing = true;
+    }
     /* the hook gets root.path handed over: it never reads the spec file,
      * whichever file it was (crun --config) */
     return rv_spec_set_hook(root, cfg, res->lxcfs_on, err);

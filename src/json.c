@@ -448,8 +448,14 @@ static int object(struct parser *ps, enum mode mode, const struct rv_json_want *
             memcpy(kcopy, key, klen);
             key = kcopy;
         }
-        if (mode != SKIP && json_object_getn(mode == SOME ? seen : obj, key, klen))
-            return perr(ps, kat, "duplicate object key `%.*s`", (int)(klen > 64 ? 64 : klen), key);
+        if (mode != SKIP && json_object_getn(mode == SOME ? seen : obj, key, klen)) {
+            char shown[65];
+            size_t i;
+            for (i = 0; i < klen && i < sizeof(shown) - 1; i++)
+                shown[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
+            shown[i] = '\0';
+            return perr(ps, kat, "duplicate object key `%s`", shown);
+        }
         if (mode == SOME && json_object_setn_new_nocheck(seen, key, klen, json_null()) < 0)
             return rv_fail(ps->err, ENOMEM, "parse %s", ps->what);
         ws(ps);
@@ -817,7 +823,9 @@ static int skip_equal(struct parser *ps, const json_t *v, bool *eq)
     q = ps->p;
     switch (*q) {
     case '{':
-        if (!json_is_object(v)) {
+    case '[': {
+        bool obj = *q == '{';
+        if (obj ? !json_is_object(v) : !json_is_array(v)) {
             *eq = false;
             return value(ps, SKIP, NULL, NULL);
         }
@@ -825,13 +833,17 @@ static int skip_equal(struct parser *ps, const json_t *v, bool *eq)
             return perr(ps, q, "maximum parsing depth reached");
         ps->p++;
         ws(ps);
-        while (r == 0 && *ps->p != '}') {
-            const json_t *m;
-            if (string(ps, true, &s, &n) < 0)
-                return -1;
-            m = json_object_getn(v, s, n);
-            ws(ps);
-            ps->p++;
+        while (r == 0 && *ps->p != (obj ? '}' : ']')) {
+            const json_t *m = NULL;
+            if (!obj) {
+                m = json_array_get(v, count);
+            } else {
+                if (string(ps, true, &s, &n) < 0)
+                    return -1;
+                m = json_object_getn(v, s, n);
+                ws(ps);
+                ps->p++;    /* ':' */
+            }
             r = skip_equal(ps, m, eq);
             count++;
             ws(ps);
@@ -842,32 +854,10 @@ static int skip_equal(struct parser *ps, const json_t *v, bool *eq)
         }
         ps->p++;
         ps->depth--;
-        if (count != json_object_size(v))
+        if (count != (obj ? json_object_size(v) : json_array_size(v)))
             *eq = false;
         return r;
-    case '[':
-        if (!json_is_array(v)) {
-            *eq = false;
-            return value(ps, SKIP, NULL, NULL);
-        }
-        if (++ps->depth > MAX_DEPTH)
-            return perr(ps, q, "maximum parsing depth reached");
-        ps->p++;
-        ws(ps);
-        while (r == 0 && *ps->p != ']') {
-            r = skip_equal(ps, json_array_get(v, count), eq);
-            count++;
-            ws(ps);
-            if (*ps->p == ',') {
-                ps->p++;
-                ws(ps);
-            }
-        }
-        ps->p++;
-        ps->depth--;
-        if (count != json_array_size(v))
-            *eq = false;
-        return r;
+    }
     case '"':
         if (string(ps, true, &s, &n) < 0)
             return -1;

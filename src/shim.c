@@ -71,7 +71,7 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
             return rv_fail(err, errno, "--config `%s`", a->config);
         other = file;
     }
-    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup };
+    struct rv_edit_ctx ctx = { cfg, host, a->systemd_cgroup, access(cfg->hook_path, X_OK) != 0 };
     if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
         goto out;
     /* the FUSE grant edits linux.seccomp, which is loaded only then (an
@@ -85,6 +85,9 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
+    if (res.hook_missing)
+        rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
+               cfg->hook_path);
     if (res.env_on) {
         char mem[32] = "none";
         if (res.limits.has_mem)

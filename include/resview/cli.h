@@ -9,6 +9,7 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv);
+int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv);
 
 #endif

@@ -13,10 +13,13 @@ struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;
     bool systemd_hint;        /* runtime got --systemd-cgroup */
+    bool hook_missing;        /* hook.path cannot be executed here: add no hook (a
+                                 hook runc cannot run would fail the start) */
 };
 
 struct rv_edit_result {
     bool env_on, lxcfs_on, fuse_on;
+    bool hook_missing;        /* views wanted, but no hook added (ctx->hook_missing) */
     struct rv_limits limits;
     struct rv_env_plan plan;  /* valid when env_on */
 };

@@ -19,6 +19,7 @@ static const struct {
     { "repair", rv_cmd_repair, "repair [--all | ID...]          re-attach LXCFS views after an LXCFS restart" },
     { "watch", rv_cmd_watch, "watch                          repair automatically whenever LXCFS comes back" },
     { "configure", rv_cmd_configure, "configure --engine=NAME [...]  register resview with a container engine" },
+    { "node", rv_cmd_node, "node run|install|configure|uninstall|ready   the Kubernetes node agent (DaemonSet)" },
     { "doctor", rv_cmd_doctor, "doctor                         check the installation and say what to fix" },
 };
 

@@ -3,6 +3,8 @@
 #
 #   ctd_start [EXTRA_TOML]   containerd with root/state/socket under $T/ctd
 #                            (CRI disabled unless EXTRA_TOML configures it)
+#   ctd_cri_toml [IMAGE]     the CRI plugin's TOML as a node has it, offline
+#   ctd_restartable          containerd with CRI, (re)started by $T/ctd-restart
 #   dockerd_start DAEMON_JSON   dockerd on $T/docker.sock using that containerd
 #   rv_image_tar FILE        a busybox rootfs as a tar (for docker import / OCI layout)
 # Every daemon is stopped at exit (and the shims it started, and its mounts).
@@ -34,29 +36,80 @@ _stop_pid() {
     kill -9 "$pid" 2>/dev/null
 }
 
+# The config.toml ctd_start uses (CRI disabled unless EXTRA_TOML configures it).
+ctd_config() {
+    local extra=${1:-}
+    echo 'version = 2'
+    echo "root = \"$T/ctd/root\""
+    echo "state = \"$T/ctd/state\""
+    [ -n "$extra" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]'
+    echo '[grpc]'
+    echo "  address = \"$CTD_SOCK\""
+    echo '[ttrpc]'
+    echo "  address = \"$CTD_SOCK.ttrpc\""
+    echo '[debug]'
+    echo '  level = "info"'
+    echo '[plugins."io.containerd.internal.v1.opt"]'
+    echo "  path = \"$T/ctd/opt\""
+    [ -z "$extra" ] || printf '%s\n' "$extra"
+}
+
+# The CRI plugin as a node has it, offline: host-network pods need no CNI;
+# restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE); a runc entry with
+# a private Root. SANDBOX_IMAGE: the pause image (the tests' busybox).
+ctd_cri_toml() {
+    local img=${1:-resview.test/busybox:1}
+    mkdir -p "$T/cni"
+    cat <<EOF
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$img"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$T/cni"
+    conf_dir = "$T/cni"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        Root = "$T/ctd/runc-root"
+        SystemdCgroup = false
+EOF
+}
+
 CTD_PID=""
 ctd_start() {
     local extra=${1:-}
     mkdir -p "$T/ctd"
-    {
-        echo 'version = 2'
-        echo "root = \"$T/ctd/root\""
-        echo "state = \"$T/ctd/state\""
-        [ -n "$extra" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]'
-        echo '[grpc]'
-        echo "  address = \"$CTD_SOCK\""
-        echo '[ttrpc]'
-        echo "  address = \"$CTD_SOCK.ttrpc\""
-        echo '[debug]'
-        echo '  level = "info"'
-        echo '[plugins."io.containerd.internal.v1.opt"]'
-        echo "  path = \"$T/ctd/opt\""
-        [ -z "$extra" ] || printf '%s\n' "$extra"
-    } >"$T/ctd/config.toml.base"
+    ctd_config "$extra" >"$T/ctd/config.toml.base"
     [ -e "$T/ctd/config.toml" ] || cp "$T/ctd/config.toml.base" "$T/ctd/config.toml"
     RESVIEW_CONFIG=$T/config.json containerd --config "$T/ctd/config.toml" >"$T/ctd/log" 2>&1 &
     CTD_PID=$!
     t_cleanup "ctd_stop"
+    wait_for ctr --address "$CTD_SOCK" version || { echo "containerd did not start:"; tail -20 "$T/ctd/log"; return 1; }
+}
+
+# ctd_restartable: containerd with CRI on $T/ctd/config.toml, started and
+# restarted by the script $T/ctd-restart, as a node's init restarts it: the
+# restart command the node agent (`resview node`) runs in the tests. Each run
+# of the script is a line in $T/ctd-restarts; while $T/ctd-noop exists the
+# script only pretends (a restart that changes nothing).
+ctd_restartable() {
+    mkdir -p "$T/ctd"
+    ctd_config "$(ctd_cri_toml)" >"$T/ctd/config.toml"
+    cat >"$T/ctd-restart" <<EOF
+#!/bin/sh
+echo restart >>"$T/ctd-restarts"
+[ -e "$T/ctd-noop" ] && exit 0
+p=\$(cat "$T/ctd.pid" 2>/dev/null) && kill "\$p" && while kill -0 "\$p" 2>/dev/null; do sleep 0.05; done
+containerd --config "$T/ctd/config.toml" >>"$T/ctd/log" 2>&1 </dev/null &
+echo \$! >"$T/ctd.pid"
+EOF
+    chmod +x "$T/ctd-restart"
+    "$T/ctd-restart" && : >"$T/ctd-restarts"
+    t_cleanup 'kill $(cat "$T/ctd.pid"); _kill_ours "-address $CTD_SOCK"'
     wait_for ctr --address "$CTD_SOCK" version || { echo "containerd did not start:"; tail -20 "$T/ctd/log"; return 1; }
 }
 ctd_stop() {

@@ -15,21 +15,7 @@ IMG=resview.test/busybox:1
 
 # The CRI plugin as a node would have it (runc entry with options), offline.
 mkdir -p "$T/ctd" "$T/cni" "$T/podlogs"
-ctd_cri="[plugins.\"io.containerd.grpc.v1.cri\"]
-  sandbox_image = \"$IMG\"
-  restrict_oom_score_adj = true
-  stream_server_address = \"127.0.0.1\"
-  stream_server_port = \"0\"
-  [plugins.\"io.containerd.grpc.v1.cri\".cni]
-    bin_dir = \"$T/cni\"
-    conf_dir = \"$T/cni\"
-  [plugins.\"io.containerd.grpc.v1.cri\".containerd]
-    default_runtime_name = \"runc\"
-    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]
-      runtime_type = \"io.containerd.runc.v2\"
-      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]
-        Root = \"$T/ctd/runc-root\"
-        SystemdCgroup = false"
+ctd_cri=$(ctd_cri_toml "$IMG")
 # write the file ctd_start would write, then register resview in it
 CTD_SOCK=$T/ctd/ctd.sock
 ctd_start "$ctd_cri" >/dev/null 2>&1; ctd_stop
@@ -44,7 +30,7 @@ t_contains "containerd loaded the resview runtime entry" \
 
 # image: busybox rootfs, entrypoint sleeps (it is also the sandbox image)
 rv_image_tar "$T/layer.tar"
-$PY "$TOP/tests/cri/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
 for ns in k8s.io default; do
     ctr --address "$CTD_SOCK" -n $ns images import "$T/oci.tar" >/dev/null 2>&1
 done

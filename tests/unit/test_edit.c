@@ -11,11 +11,13 @@ static struct rv_host host;
 static struct rv_config cfg;
 
 /* Edit text; return the dumped result (static buffer) or NULL on error. */
+static bool hook_missing;
+
 static char *edit(const char *text, struct rv_error *err)
 {
     static char *out;
     struct rv_spec spec;
-    struct rv_edit_ctx ctx = { &cfg, &host, false };
+    struct rv_edit_ctx ctx = { &cfg, &host, false, hook_missing };
     struct rv_edit_result res;
     size_t len;
     bool changed;
@@ -121,6 +123,17 @@ int main(void)
     out = edit("{}", &err);
     ok(has(out, "\"createRuntime\":[{\"path\":\"/usr/local/bin/resview-hook\""), "hook.stage createRuntime");
     strcpy(cfg.hook_stage, "prestart");
+
+    /* the hook cannot be run on this host (gone, a broken install): fail open */
+    hook_missing = true;
+    out = edit(base, &err);
+    ok(out && !has(out, "resview-hook") && has(out, "GOMAXPROCS=2"),
+       "hook missing: no hook entry (runc would fail the start), variables still added");
+    cfg.lxcfs_required = true;
+    ok(edit(base, &err) == NULL && has(err.msg, "lxcfs.required"),
+       "hook missing with lxcfs.required: refused: %s", err.msg);
+    cfg.lxcfs_required = false;
+    hook_missing = false;
 
     /* wrong types */
     ok(edit("[]", &err) == NULL && has(err.msg, "object"), "top level array refused");

@@ -1,0 +1,31 @@
+/* cri.h - the two questions the node agent asks a container runtime's CRI
+ * socket (Kubernetes runtime.v1 over gRPC): does it answer (Version), and
+ * which configuration is it running (Status, verbose: the "config" JSON that
+ * `crictl info` shows). A minimal gRPC client over HTTP/2 on a unix socket:
+ * one stream, literal headers, no Huffman, no TLS - what a local CRI needs.
+ * Every call has a deadline. */
+#ifndef RESVIEW_CRI_H
+#define RESVIEW_CRI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include "resview/util.h"
+
+/* Version: runtime name and version ("containerd", "1.6.20~ds1"). */
+int rv_cri_version(const char *socket, int timeout_ms, char *name, size_t name_size, char *version,
+                   size_t version_size, struct rv_error *err);
+/* Status(verbose): the runtime's effective configuration, parsed (*config
+ * owned by the caller). */
+int rv_cri_config(const char *socket, int timeout_ms, json_t **config, struct rv_error *err);
+
+/* One unary call: request message in, response message out (allocated).
+ * method: "/runtime.v1.RuntimeService/Version". For tests. */
+int rv_grpc_call(const char *socket, const char *method, const void *req, size_t req_len,
+                 char **resp, size_t *resp_len, int timeout_ms, struct rv_error *err);
+
+/* Protocol buffers: the string field `field` of msg (first occurrence; for a
+ * repeated/map field, call with *pos to iterate). Returns 1 found, 0 not, -1 malformed. */
+int rv_pb_next_bytes(const char *msg, size_t len, unsigned field, size_t *pos, const char **val,
+                     size_t *val_len);
+
+#endif

@@ -1,0 +1,46 @@
+/* node_agent.h - the node agent as a process (`resview node run`): its log
+ * lines, its signals, and the two programs it supervises, LXCFS and
+ * `resview watch`.
+ *
+ * The agent blocks SIGTERM, SIGINT and SIGCHLD and takes them synchronously
+ * (sigtimedwait), so a wait anywhere in the agent ends when the pod is asked
+ * to stop, and children are reaped in one place. */
+#ifndef RESVIEW_NODE_AGENT_H
+#define RESVIEW_NODE_AGENT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "resview/util.h"
+
+/* One timestamped line on stdout (the pod's log). */
+void rv_node_say(const char *fmt, ...) RV_PRINTF(1, 2);
+long rv_node_now_ms(void);
+
+/* Block the agent's signals (once, before anything else). */
+void rv_node_signals_block(void);
+/* Sleep up to ms; false once SIGTERM or SIGINT asked the agent to stop.
+ * SIGCHLD stays pending for rv_node_wait(). */
+bool rv_node_nap(long ms);
+/* Wait up to ms for any of the agent's signals, SIGCHLD included. */
+void rv_node_wait(long ms);
+bool rv_node_stopping(void);
+
+/* LXCFS on lxcfs_dir (`-f -l --enable-cfs`, pid file lxcfs_dir.pid) and
+ * `resview watch`, started again when they end. watch starts first: it waits
+ * for the LXCFS mount to appear and repairs the moment it answers. */
+struct rv_node_children {
+    const char *lxcfs_bin, *lxcfs_dir;   /* in */
+    const char *rv_config;               /* in: RESVIEW_CONFIG for watch; NULL: the default */
+    pid_t lxcfs, watch;                  /* 0: not running */
+    long lxcfs_retry, watch_retry;       /* when to start them again (rv_node_now_ms) */
+};
+void rv_node_children_start(struct rv_node_children *ch);
+void rv_node_children_reap(struct rv_node_children *ch);
+/* SIGTERM (then SIGKILL after 5 s); detach: also take LXCFS's mount off. */
+void rv_node_children_stop(struct rv_node_children *ch, bool detach);
+
+/* Detach whatever an earlier LXCFS left on dir (a dead FUSE mount answers
+ * ENOTCONN to everything; MNT_DETACH needs no answer from it). */
+int rv_node_lxcfs_clear(const char *dir, struct rv_error *err);
+
+#endif

@@ -1,0 +1,506 @@
+/* cmd_node.c - `resview node`: the agent of the Kubernetes DaemonSet
+ * (hooks/kubernetes/), run inside the node image as a privileged, hostPID pod
+ * whose hostPath volumes show the host's directories at their own paths.
+ *
+ *   run        the DaemonSet's container: everything below, then supervise
+ *              LXCFS and `resview watch` until the pod ends
+ *   install    binaries into PREFIX/versions/…, switch PREFIX/current; write
+ *              /etc/resview/config.json (lxcfs.root) if there is none
+ *   configure  containerd's `resview` runtime entry, and a restart only when
+ *              the running containerd (CRI Status) lacks it
+ *   uninstall  restore containerd's file, restart if the running containerd
+ *              still has the entry; remove the binaries once nothing uses them
+ *   ready      the readiness probe
+ *
+ * When the pod ends nothing on the node is changed: the runtime entry, the
+ * binaries and the configuration stay (a rollout must not restart containerd
+ * twice); only LXCFS stops, and the next agent's `watch` heals the views. */
+#define _GNU_SOURCE
+#include "resview/cli.h"
+#include "resview/engine.h"
+#include "resview/lxcfs.h"
+#include "resview/node.h"
+#include "resview/node_agent.h"
+#include "resview/node_containerd.h"
+#include "resview/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+
+#ifndef RV_VERSION
+#define RV_VERSION "0.1.0"
+#endif
+
+struct node {
+    const struct rv_config *cfg;
+    struct rv_node_containerd ctd;
+    bool uninstall;
+    const char *prefix;
+    char payload[PATH_MAX];
+    const char *lxcfs_bin;
+    const char *lxcfs_dir;
+    const char *rv_config;
+    const char *lock_path;
+    char guard[PATH_MAX];       /* lock_path.restarted */
+    char runtime_path[PATH_MAX];
+    char hook_path[PATH_MAX];
+};
+
+/* --- options ------------------------------------------------------------ */
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static int parse_bool(const char *what, const char *v, bool *out)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || !*v)
+        *out = false;
+    else {
+        fprintf(stderr, "resview node: %s: expected true or false, not `%s`\n", what, v);
+        return -1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: resview node run|install|configure|uninstall|ready [OPTIONS]\n"
+        "  run          the DaemonSet's agent: install, configure, run LXCFS and `resview watch`\n"
+        "  install      copy the binaries into PREFIX/versions/ and switch PREFIX/current\n"
+        "  configure    write containerd's resview runtime entry; restart only if needed\n"
+        "  uninstall    restore containerd's configuration; remove the binaries once unused\n"
+        "  ready        readiness: binaries intact, LXCFS live, runtime entry in use\n"
+        "options (environment variable in brackets; the DaemonSet sets them from its ConfigMap):\n"
+        "  --restart MODE             systemd | systemd:UNIT | none | command:/HOST/PATH\n"
+        "                             [RESVIEW_NODE_RESTART, default systemd]\n"
+        "  --containerd-config FILE   [RESVIEW_NODE_CONTAINERD_CONFIG, /etc/containerd/config.toml]\n"
+        "  --cri-socket PATH          [RESVIEW_NODE_CRI_SOCKET, /run/containerd/containerd.sock]\n"
+        "  --set-as-default           also make resview containerd's default runtime\n"
+        "                             [RESVIEW_NODE_SET_AS_DEFAULT=true]\n"
+        "  --uninstall                run: uninstall instead [RESVIEW_NODE_MODE=uninstall]\n"
+        "  --prefix DIR               host directory of the binaries (/opt/resview)\n"
+        "  --payload DIR              the binaries to install (default: the image's)\n"
+        "  --lxcfs PATH               LXCFS binary (/usr/bin/lxcfs)\n"
+        "  --lxcfs-dir DIR            LXCFS mount point; its parent is the pod's\n"
+        "                             Bidirectional volume (/var/lib/resview/lxcfs)\n"
+        "  --resview-config FILE      resview's configuration on the host (/etc/resview/config.json)\n"
+        "  --lock FILE                one agent per node (/run/resview/node.lock)\n"
+        "  --host-pid PID             the process whose namespaces and root are the host's, where\n"
+        "                             restarts run [RESVIEW_NODE_HOST_PID, default 1]\n");
+}
+
+/* <dir of our executable>/../lib/resview/payload */
+static void default_payload(char *out, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    if (n > 0) {
+        exe[n] = '\0';
+        char *d = dirname(exe);
+        if (rv_snprintf(out, size, "%s/../lib/resview/payload", d) >= 0)
+            return;
+    }
+    snprintf(out, size, "/usr/local/lib/resview/payload");
+}
+
+/* --- steps -------------------------------------------------------------- */
+
+static int take_lock(const struct node *n, struct rv_error *err)
+{
+    char dir[PATH_MAX], holder[32] = "";
+    int fd;
+
+    snprintf(dir, sizeof(dir), "%s", n->lock_path);
+    if (rv_mkdir_p(dirname(dir), 0755, err) < 0)
+        return -1;
+    fd = open(n->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return rv_fail(err, errno, "open the node lock `%s`", n->lock_path);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        ssize_t r = pread(fd, holder, sizeof(holder) - 1, 0);
+        holder[r > 0 ? r : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        rv_node_say("waiting for the node lock `%s`, held by process %s (another resview node agent "
+                    "on this node)", n->lock_path, holder[0] ? holder : "?");
+        while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            if (errno != EWOULDBLOCK || !rv_node_nap(500)) {
+                close(fd);
+                return rv_fail(err, errno == EWOULDBLOCK ? EINTR : errno, "node lock `%s`",
+                               n->lock_path);
+            }
+        }
+    }
+    snprintf(holder, sizeof(holder), "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, holder, strlen(holder), 0) < 0) {
+        /* the pid is only for the message above */
+    }
+    return fd;   /* held until we exit */
+}
+
+static int step_install(const struct node *n, struct rv_error *err)
+{
+    char id[RV_NODE_ID_MAX];
+    bool changed;
+
+    if (rv_node_install(n->prefix, n->payload, RV_VERSION, id, sizeof(id), &changed, err) < 0)
+        return -1;
+    rv_node_say("binaries: `%s/current` -> versions/%s%s", n->prefix, id, changed ? " (switched)" : " (unchanged)");
+    int pruned = rv_node_prune(n->prefix, err);
+    if (pruned > 0)
+        rv_node_say("binaries: removed %d old version(s) nothing executes", pruned);
+    return 0;
+}
+
+static int our_config_text(const struct node *n, char *out, size_t size)
+{
+    return rv_snprintf(out, size, "{\n  \"lxcfs\": { \"root\": \"%s\" }\n}\n", n->lxcfs_dir);
+}
+
+/* resview's own configuration on the host: lxcfs.root must be our mount. */
+static int step_resview_config(const struct node *n, struct rv_error *err)
+{
+    char ours[PATH_MAX + 64], dir[PATH_MAX], base[PATH_MAX];
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists;
+
+    if (our_config_text(n, ours, sizeof(ours)) < 0)
+        return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
+    if (rv_engine_read(n->rv_config, &text, &len, &exists, err) < 0)
+        return -1;
+    if (exists && len == strlen(ours) && memcmp(text, ours, len) == 0)
+        return 0;
+    if (exists) {
+        struct rv_config c;
+        if (rv_config_load_file(&c, n->rv_config, err) < 0)
+            return rv_wrap(err, "resview's configuration");
+        if (strcmp(c.lxcfs_root, n->lxcfs_dir) != 0)
+            return rv_fail(err, 0, "`%s` exists and sets lxcfs.root to `%s`, but LXCFS is mounted "
+                           "on `%s` here: set lxcfs.root to `%s` in that file (or remove it)",
+                           n->rv_config, c.lxcfs_root, n->lxcfs_dir, n->lxcfs_dir);
+        rv_node_say("configuration: `%s` is the operator's; its lxcfs.root is ours", n->rv_config);
+        return 0;
+    }
+    snprintf(dir, sizeof(dir), "%s", n->rv_config);
+    snprintf(base, sizeof(base), "%s", n->rv_config);
+    if (rv_mkdir_p(dirname(dir), 0755, err) < 0)
+        return -1;
+    cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st = { .st_mode = 0644, .st_uid = 0, .st_gid = 0 };
+    if (dfd < 0)
+        return rv_fail(err, errno, "open `%s`", dir);
+    if (rv_write_atomic_at(dfd, basename(base), ours, strlen(ours), &st, err) < 0)
+        return rv_wrap(err, "`%s`", n->rv_config);
+    rv_node_say("configuration: wrote `%s` (lxcfs.root = `%s`)", n->rv_config, n->lxcfs_dir);
+    return 0;
+}
+
+/* --- uninstall ---------------------------------------------------------- */
+
+static int count_record(const char *id, void *arg)
+{
+    (void)id;
+    (*(unsigned *)arg)++;
+    return 0;
+}
+
+/* Containers that resview started and that were not deleted yet: the shim
+ * and runc are called again for them (kill, delete), and their views are
+ * resview's. */
+static unsigned containers_in_use(const struct node *n)
+{
+    unsigned count = 0;
+    rv_state_foreach(n->cfg, count_record, &count);
+    return count;
+}
+
+/* Remove the binaries and our configuration file once nothing uses them.
+ * *last: the count of containers in use said last time (said again only
+ * when it changes). */
+static int uninstall_files(const struct node *n, bool *done, unsigned *last, struct rv_error *err)
+{
+    char ours[PATH_MAX + 64];
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists;
+    unsigned used = containers_in_use(n), said = *last;
+
+    *done = false;
+    *last = used;
+    if (used) {
+        if (used != said)
+            rv_node_say("uninstall: %u container(s) started through resview still exist; binaries stay "
+                        "in `%s` until they are gone", used, n->prefix);
+        return 0;
+    }
+    if (rv_node_remove(n->prefix, err) < 0) {
+        if (err->errnum == EBUSY) {
+            rv_node_say("uninstall: %s; binaries stay for now", err->msg);
+            return 0;
+        }
+        return -1;
+    }
+    rv_node_say("uninstall: removed the binaries from `%s`", n->prefix);
+    if (our_config_text(n, ours, sizeof(ours)) >= 0 &&
+        rv_engine_read(n->rv_config, &text, &len, &exists, err) == 0 && exists &&
+        len == strlen(ours) && memcmp(text, ours, len) == 0) {
+        if (unlink(n->rv_config) < 0)
+            return rv_fail(err, errno, "remove `%s`", n->rv_config);
+        rv_node_say("uninstall: removed `%s` (the agent had written it)", n->rv_config);
+    }
+    *done = true;
+    return 0;
+}
+
+/* --- readiness ---------------------------------------------------------- */
+
+static int node_ready(const struct node *n)
+{
+    struct rv_error err = { 0 };
+    char why[1024] = "", detail[256], exe[PATH_MAX];
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists, ok = true;
+    int r;
+
+    if (!n->uninstall) {
+        r = rv_node_intact(n->prefix, n->payload, RV_VERSION, why, sizeof(why), &err);
+        printf("binaries:   %s\n", r == 1 ? "intact" : r == 0 ? why : err.msg);
+        ok &= r == 1;
+        struct rv_lxcfs lx;
+        if (rv_lxcfs_discover(n->lxcfs_dir, 2000, &lx, &err) < 0)
+            snprintf(lx.why, sizeof(lx.why), "%s", err.msg);
+        printf("lxcfs:      %s\n", lx.live ? "live" : lx.why);
+        ok &= lx.live;
+    }
+    if (rv_engine_read(n->ctd.config, &text, &len, &exists, &err) < 0)
+        r = -1;
+    else
+        r = rv_engine_status(&rv_engine_containerd, text, len, detail, sizeof(detail), exe, sizeof(exe), &err);
+    if (n->uninstall) {
+        printf("config.toml: %s\n", r == 0 ? "no resview entry" : r == 1 ? "still has the resview entry" : err.msg);
+        ok &= r == 0;
+    } else {
+        bool good = r == 1 && strcmp(exe, n->runtime_path) == 0;
+        printf("config.toml: %s\n", good ? "resview entry present" : r == 1 ? detail : r == 0 ?
+               "no resview entry" : err.msg);
+        ok &= good;
+    }
+    r = rv_node_containerd_effective(&n->ctd, why, sizeof(why), &err);
+    printf("containerd: %s\n", r == 1 ? (n->uninstall ? "runs without resview" : "runs the resview entry")
+           : r == 0 ? why : err.msg);
+    ok &= r == 1;
+    printf("%s\n", ok ? "ready" : "not ready");
+    return ok ? 0 : 1;
+}
+
+/* --- the agent ---------------------------------------------------------- */
+
+static int node_run(const struct node *n)
+{
+    struct rv_node_children ch = {
+        .lxcfs_bin = n->lxcfs_bin, .lxcfs_dir = n->lxcfs_dir,
+        .rv_config = strcmp(n->rv_config, RV_CONFIG_DEFAULT) ? n->rv_config : NULL,
+    };
+    struct rv_error err = { 0 };
+    unsigned restarted = 0, in_use = 0;
+    bool configured = false, files_done = false;
+    long t0 = rv_node_now_ms(), next_try = 0;
+    bool none = strcmp(n->ctd.restart, "none") == 0;
+
+    rv_node_say("resview node agent %s: %s (restart mode %s, containerd `%s`, CRI `%s`)", RV_VERSION,
+                n->uninstall ? "uninstall" : "install", n->ctd.restart, n->ctd.config, n->ctd.cri_socket);
+    if (take_lock(n, &err) < 0) {
+        rv_node_say("%s", err.msg);
+        return rv_node_stopping() ? 0 : 1;
+    }
+    if (!n->uninstall) {
+        /* without binaries nothing else makes sense: retry until they are in */
+        while (step_install(n, &err) < 0 || step_resview_config(n, &err) < 0) {
+            rv_node_say("install: %s; trying again in 30 s", err.msg);
+            if (!rv_node_nap(30000))
+                return 0;
+        }
+    }
+    /* uninstall keeps LXCFS and watch for the containers that still have views */
+    bool supervise = !n->uninstall || containers_in_use(n);
+    while (!rv_node_stopping()) {
+        if (supervise)
+            rv_node_children_start(&ch);
+        if (!configured && rv_node_now_ms() >= next_try) {
+            if (rv_node_containerd_apply(&n->ctd, &restarted, &err) == 0) {
+                configured = true;
+                rv_node_say("node %s in %ld ms (containerd restarted %u time%s by this agent)",
+                            n->uninstall ? "uninstalled from containerd" : "ready", rv_node_now_ms() - t0,
+                            restarted, restarted == 1 ? "" : "s");
+            } else if (!rv_node_stopping()) {
+                rv_node_say("containerd: %s; trying again in %d s", err.msg, none ? 5 : 30);
+                next_try = rv_node_now_ms() + (none ? 5000 : 30000);
+            }
+        }
+        if (n->uninstall && configured && !files_done && rv_node_now_ms() >= next_try) {
+            if (uninstall_files(n, &files_done, &in_use, &err) < 0)
+                rv_node_say("uninstall: %s", err.msg);
+            if (files_done) {
+                char pidfile[PATH_MAX];
+                rv_node_children_stop(&ch, true);
+                supervise = false;
+                if (rv_snprintf(pidfile, sizeof(pidfile), "%s.pid", n->lxcfs_dir) >= 0)
+                    unlink(pidfile);
+                rmdir(n->lxcfs_dir);
+                rv_node_say("uninstall: done; nothing of resview is left on this node");
+            }
+            next_try = rv_node_now_ms() + 2000;
+        }
+        rv_node_wait(1000);
+        rv_node_children_reap(&ch);
+    }
+    rv_node_say("stopping: LXCFS and watch end; the node's configuration and binaries stay");
+    rv_node_children_stop(&ch, false);
+    return 0;
+}
+
+int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "restart", required_argument, NULL, 'r' },
+        { "containerd-config", required_argument, NULL, 'c' },
+        { "cri-socket", required_argument, NULL, 's' },
+        { "set-as-default", no_argument, NULL, 'd' },
+        { "uninstall", no_argument, NULL, 'u' },
+        { "prefix", required_argument, NULL, 'p' },
+        { "payload", required_argument, NULL, 'P' },
+        { "lxcfs", required_argument, NULL, 'l' },
+        { "lxcfs-dir", required_argument, NULL, 'L' },
+        { "resview-config", required_argument, NULL, 'C' },
+        { "lock", required_argument, NULL, 'k' },
+        { "host-pid", required_argument, NULL, 'H' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct node n = {
+        .cfg = cfg,
+        .ctd.config = env_or("RESVIEW_NODE_CONTAINERD_CONFIG", "/etc/containerd/config.toml"),
+        .ctd.cri_socket = env_or("RESVIEW_NODE_CRI_SOCKET", "/run/containerd/containerd.sock"),
+        .ctd.restart = env_or("RESVIEW_NODE_RESTART", "systemd"),
+        .prefix = "/opt/resview",
+        .lxcfs_bin = "/usr/bin/lxcfs",
+        .lxcfs_dir = "/var/lib/resview/lxcfs",
+        .rv_config = RV_CONFIG_DEFAULT,
+        .lock_path = "/run/resview/node.lock",
+    };
+    const char *mode = env_or("RESVIEW_NODE_MODE", "install");
+    const char *host_pid = env_or("RESVIEW_NODE_HOST_PID", "1");
+    uint64_t hp;
+    const char *sub;
+    int c;
+
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    sub = argv[1];
+    if (parse_bool("RESVIEW_NODE_SET_AS_DEFAULT", env_or("RESVIEW_NODE_SET_AS_DEFAULT", "false"),
+                   &n.ctd.set_default) < 0)
+        return 2;
+    if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0) {
+        fprintf(stderr, "resview node: RESVIEW_NODE_MODE: expected install or uninstall, not `%s`\n", mode);
+        return 2;
+    }
+    n.uninstall = strcmp(mode, "uninstall") == 0;
+    default_payload(n.payload, sizeof(n.payload));
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'r': n.ctd.restart = optarg; break;
+        case 'c': n.ctd.config = optarg; break;
+        case 's': n.ctd.cri_socket = optarg; break;
+        case 'd': n.ctd.set_default = true; break;
+        case 'u': n.uninstall = true; break;
+        case 'p': n.prefix = optarg; break;
+        case 'P': snprintf(n.payload, sizeof(n.payload), "%s", optarg); break;
+        case 'l': n.lxcfs_bin = optarg; break;
+        case 'L': n.lxcfs_dir = optarg; break;
+        case 'C': n.rv_config = optarg; break;
+        case 'k': n.lock_path = optarg; break;
+        case 'H': host_pid = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (rv_parse_u64(host_pid, &hp) < 0 || hp == 0 || hp > INT32_MAX) {
+        fprintf(stderr, "resview node: host pid `%s`: expected a process id\n", host_pid);
+        return 2;
+    }
+    n.ctd.host_pid = (pid_t)hp;
+    if (!rv_node_restart_valid(n.ctd.restart)) {
+        fprintf(stderr, "resview node: restart mode `%s`: expected systemd, systemd:UNIT, none or "
+                "command:/ABSOLUTE/PATH\n", n.ctd.restart);
+        return 2;
+    }
+    if (n.prefix[0] != '/' || n.lxcfs_dir[0] != '/' || n.ctd.config[0] != '/' || n.ctd.cri_socket[0] != '/') {
+        fprintf(stderr, "resview node: --prefix, --lxcfs-dir, --containerd-config and --cri-socket "
+                "must be absolute paths\n");
+        return 2;
+    }
+    if (rv_snprintf(n.runtime_path, sizeof(n.runtime_path), "%s/current/bin/resview-runtime", n.prefix) < 0 ||
+        rv_snprintf(n.hook_path, sizeof(n.hook_path), "%s/current/bin/resview-hook", n.prefix) < 0 ||
+        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0) {
+        fprintf(stderr, "resview node: --prefix or --lock is too long\n");
+        return 2;
+    }
+    n.ctd.runtime_path = n.runtime_path;
+    n.ctd.hook_path = n.hook_path;
+    n.ctd.guard = n.guard;
+    rv_node_signals_block();
+
+    struct rv_error err = { 0 };
+    unsigned restarted = 0;
+    n.ctd.uninstall = n.uninstall;
+    if (strcmp(sub, "run") == 0)
+        return node_run(&n);
+    if (strcmp(sub, "ready") == 0)
+        return node_ready(&n);
+    if (strcmp(sub, "install") == 0 || strcmp(sub, "configure") == 0 || strcmp(sub, "uninstall") == 0) {
+        bool done = false;
+        if (strcmp(sub, "uninstall") == 0)
+            n.uninstall = true;
+        n.ctd.uninstall = n.uninstall;
+        if (take_lock(&n, &err) < 0)
+            goto fail;
+        if (strcmp(sub, "install") == 0) {
+            if (step_install(&n, &err) < 0 || step_resview_config(&n, &err) < 0)
+                goto fail;
+            return 0;
+        }
+        if (rv_node_containerd_apply(&n.ctd, &restarted, &err) < 0)
+            goto fail;
+        unsigned in_use = 0;
+        if (n.uninstall && uninstall_files(&n, &done, &in_use, &err) < 0)
+            goto fail;
+        return 0;
+    }
+    fprintf(stderr, "resview node: unknown step `%s`\n", sub);
+    usage(stderr);
+    return 2;
+fail:
+    fprintf(stderr, "resview node %s: %s\n", sub, err.msg);
+    return 1;
+}

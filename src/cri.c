@@ -1,0 +1,382 @@
+/* cri.c - a minimal gRPC client for a local CRI socket (see cri.h).
+ *
+ * HTTP/2 (RFC 9113) as far as one unary call needs it: the client preface,
+ * our SETTINGS (large windows, no push), one HEADERS frame written with HPACK
+ * literals that are never indexed and never Huffman-coded (RFC 7541 6.2.2, so
+ * no header table is needed on our side), one DATA frame with the
+ * length-prefixed request. The server's header blocks are not decoded: an
+ * answer is a complete length-prefixed message in DATA frames of stream 1
+ * before the stream ends; a trailers-only reply (any gRPC error), RST_STREAM
+ * or GOAWAY is a failure. */
+#define _GNU_SOURCE
+#include "resview/cri.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#define H2_DATA 0x0
+#define H2_HEADERS 0x1
+#define H2_RST_STREAM 0x3
+#define H2_SETTINGS 0x4
+#define H2_PING 0x6
+#define H2_GOAWAY 0x7
+#define H2_FLAG_END_STREAM 0x1
+#define H2_FLAG_ACK 0x1
+#define H2_FLAG_END_HEADERS 0x4
+#define H2_FLAG_PADDED 0x8
+#define H2_WINDOW (16u << 20)
+#define FRAME_MAX (1u << 24)        /* the largest frame length HTTP/2 can express */
+#define RESP_MAX (16u << 20)
+
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int wait_io(int fd, short events, long deadline, struct rv_error *err)
+{
+    for (;;) {
+        long left = deadline - now_ms();
+        struct pollfd p = { .fd = fd, .events = events };
+        if (left <= 0)
+            return rv_fail(err, ETIMEDOUT, "CRI");
+        int r = poll(&p, 1, (int)left);
+        if (r > 0)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return rv_fail(err, errno, "CRI: poll");
+    }
+}
+
+static int send_all(int fd, const void *buf, size_t len, long deadline, struct rv_error *err)
+{
+    const char *p = buf;
+    while (len) {
+        if (wait_io(fd, POLLOUT, deadline, err) < 0)
+            return -1;
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return rv_fail(err, errno, "CRI: send");
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t len, long deadline, struct rv_error *err)
+{
+    char *p = buf;
+    while (len) {
+        if (wait_io(fd, POLLIN, deadline, err) < 0)
+            return -1;
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+        if (n == 0)
+            return rv_fail(err, ECONNRESET, "CRI: the runtime closed the connection");
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return rv_fail(err, errno, "CRI: recv");
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void put_frame_header(unsigned char *h, size_t len, unsigned type, unsigned flags, unsigned stream)
+{
+    h[0] = (unsigned char)(len >> 16);
+    h[1] = (unsigned char)(len >> 8);
+    h[2] = (unsigned char)len;
+    h[3] = (unsigned char)type;
+    h[4] = (unsigned char)flags;
+    h[5] = (unsigned char)(stream >> 24 & 0x7f);
+    h[6] = (unsigned char)(stream >> 16);
+    h[7] = (unsigned char)(stream >> 8);
+    h[8] = (unsigned char)stream;
+}
+
+static int send_frame(int fd, unsigned type, unsigned flags, unsigned stream, const void *payload,
+                      size_t len, long deadline, struct rv_error *err)
+{
+    unsigned char h[9];
+    put_frame_header(h, len, type, flags, stream);
+    if (send_all(fd, h, sizeof(h), deadline, err) < 0)
+        return -1;
+    return len ? send_all(fd, payload, len, deadline, err) : 0;
+}
+
+/* HPACK string with a 7-bit length prefix, no Huffman. */
+static size_t hpack_string(unsigned char *out, const char *s)
+{
+    size_t len = strlen(s), o = 0, v = len;
+    if (v < 127) {
+        out[o++] = (unsigned char)v;
+    } else {
+        out[o++] = 127;
+        v -= 127;
+        while (v >= 128) {
+            out[o++] = (unsigned char)(v % 128 + 128);
+            v /= 128;
+        }
+        out[o++] = (unsigned char)v;
+    }
+    memcpy(out + o, s, len);
+    return o + len;
+}
+
+/* Literal header field never indexed, new name (RFC 7541 6.2.3). */
+static size_t hpack_field(unsigned char *out, const char *name, const char *value)
+{
+    size_t o = 0;
+    out[o++] = 0x10;
+    o += hpack_string(out + o, name);
+    o += hpack_string(out + o, value);
+    return o;
+}
+
+int rv_grpc_call(const char *socket_path, const char *method, const void *req, size_t req_len,
+                 char **resp, size_t *resp_len, int timeout_ms, struct rv_error *err)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    long deadline = now_ms() + timeout_ms;
+    cleanup_close int fd = -1;
+    cleanup_free unsigned char *hdr = NULL, *data = NULL;
+    cleanup_free char *body = NULL;
+    size_t body_len = 0, hlen = 0;
+    char timeout[32];
+
+    *resp = NULL;
+    *resp_len = 0;
+    if (rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", socket_path) < 0)
+        return rv_fail(err, ENAMETOOLONG, "CRI socket `%s`", socket_path);
+    if (strlen(method) > 200 || req_len > RESP_MAX)
+        return rv_fail(err, EINVAL, "CRI: request too large");
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return rv_fail(err, errno, "CRI: socket");
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (errno != EINPROGRESS)
+            return rv_fail(err, errno, "CRI: connect `%s`", socket_path);
+        int so = 0;
+        socklen_t sl = sizeof(so);
+        if (wait_io(fd, POLLOUT, deadline, err) < 0)
+            return rv_wrap(err, "connect `%s`", socket_path);
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) < 0 || so)
+            return rv_fail(err, so ? so : errno, "CRI: connect `%s`", socket_path);
+    }
+    /* preface; SETTINGS: ENABLE_PUSH 0, INITIAL_WINDOW_SIZE; connection window */
+    static const unsigned char settings[] = { 0, 2, 0, 0, 0, 0,
+                                              0, 4, H2_WINDOW >> 24, H2_WINDOW >> 16 & 0xff, 0, 0 };
+    static const unsigned char window[] = { (H2_WINDOW - 65535) >> 24, (H2_WINDOW - 65535) >> 16 & 0xff,
+                                            (H2_WINDOW - 65535) >> 8 & 0xff, (H2_WINDOW - 65535) & 0xff };
+    snprintf(timeout, sizeof(timeout), "%dm", timeout_ms > 0 ? timeout_ms : 1);
+    hdr = malloc(1024);
+    data = malloc(5 + req_len);
+    if (!hdr || !data)
+        return rv_fail(err, ENOMEM, "CRI");
+    hlen += hpack_field(hdr + hlen, ":method", "POST");
+    hlen += hpack_field(hdr + hlen, ":scheme", "http");
+    hlen += hpack_field(hdr + hlen, ":path", method);
+    hlen += hpack_field(hdr + hlen, ":authority", "localhost");
+    hlen += hpack_field(hdr + hlen, "content-type", "application/grpc");
+    hlen += hpack_field(hdr + hlen, "te", "trailers");
+    hlen += hpack_field(hdr + hlen, "grpc-timeout", timeout);
+    data[0] = 0;
+    data[1] = (unsigned char)(req_len >> 24);
+    data[2] = (unsigned char)(req_len >> 16);
+    data[3] = (unsigned char)(req_len >> 8);
+    data[4] = (unsigned char)req_len;
+    if (req_len)
+        memcpy(data + 5, req, req_len);
+    if (send_all(fd, preface, sizeof(preface) - 1, deadline, err) < 0 ||
+        send_frame(fd, H2_SETTINGS, 0, 0, settings, sizeof(settings), deadline, err) < 0 ||
+        send_frame(fd, 0x8 /* WINDOW_UPDATE */, 0, 0, window, sizeof(window), deadline, err) < 0 ||
+        send_frame(fd, H2_HEADERS, H2_FLAG_END_HEADERS, 1, hdr, hlen, deadline, err) < 0 ||
+        send_frame(fd, H2_DATA, H2_FLAG_END_STREAM, 1, data, 5 + req_len, deadline, err) < 0)
+        return rv_wrap(err, "`%s`", socket_path);
+
+    for (;;) {
+        unsigned char h[9];
+        cleanup_free unsigned char *pl = NULL;
+        if (recv_all(fd, h, sizeof(h), deadline, err) < 0)
+            return rv_wrap(err, "`%s` %s", socket_path, method);
+        size_t len = (size_t)h[0] << 16 | (size_t)h[1] << 8 | h[2];
+        unsigned type = h[3], flags = h[4];
+        unsigned stream = (unsigned)(h[5] & 0x7f) << 24 | (unsigned)h[6] << 16 | (unsigned)h[7] << 8 | h[8];
+        if (len > FRAME_MAX)
+            return rv_fail(err, EPROTO, "CRI: frame too large");
+        if (len && (!(pl = malloc(len)) || recv_all(fd, pl, len, deadline, err) < 0))
+            return pl ? rv_wrap(err, "`%s`", socket_path) : rv_fail(err, ENOMEM, "CRI");
+        if (type == H2_SETTINGS && !(flags & H2_FLAG_ACK)) {
+            if (send_frame(fd, H2_SETTINGS, H2_FLAG_ACK, 0, NULL, 0, deadline, err) < 0)
+                return -1;
+        } else if (type == H2_PING && !(flags & H2_FLAG_ACK) && len == 8) {
+            if (send_frame(fd, H2_PING, H2_FLAG_ACK, 0, pl, 8, deadline, err) < 0)
+                return -1;
+        } else if (type == H2_GOAWAY) {
+            return rv_fail(err, ECONNRESET, "CRI `%s`: the runtime sent GOAWAY", socket_path);
+        } else if (type == H2_RST_STREAM && stream == 1) {
+            return rv_fail(err, ECONNRESET, "CRI `%s`: %s was reset", socket_path, method);
+        } else if (type == H2_DATA && stream == 1 && len) {
+            size_t off = 0, n = len;
+            if (flags & H2_FLAG_PADDED) {
+                if (pl[0] >= len)
+                    return rv_fail(err, EPROTO, "CRI: bad padding");
+                off = 1;
+                n = len - 1 - pl[0];
+            }
+            if (body_len + n > RESP_MAX + 5)
+                return rv_fail(err, EFBIG, "CRI: %s: answer too large", method);
+            char *nb = realloc(body, body_len + n + 1);
+            if (!nb)
+                return rv_fail(err, ENOMEM, "CRI");
+            body = nb;
+            memcpy(body + body_len, pl + off, n);
+            body_len += n;
+        }
+        if ((type == H2_DATA || type == H2_HEADERS) && stream == 1 && (flags & H2_FLAG_END_STREAM))
+            break;
+    }
+    if (body_len < 5)
+        return rv_fail(err, EPROTO, "CRI `%s`: %s answered without a message (not a CRI "
+                       "runtime.v1 server, or the call failed)", socket_path, method);
+    size_t mlen = (size_t)(unsigned char)body[1] << 24 | (size_t)(unsigned char)body[2] << 16 |
+                  (size_t)(unsigned char)body[3] << 8 | (unsigned char)body[4];
+    if (body[0] != 0 || mlen != body_len - 5)
+        return rv_fail(err, EPROTO, "CRI `%s`: %s: malformed answer", socket_path, method);
+    memmove(body, body + 5, mlen);
+    body[mlen] = '\0';
+    *resp = move_ptr(body);
+    *resp_len = mlen;
+    return 0;
+}
+
+static int pb_varint(const char *m, size_t len, size_t *pos, uint64_t *v)
+{
+    *v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (*pos >= len)
+            return -1;
+        unsigned char b = (unsigned char)m[(*pos)++];
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+int rv_pb_next_bytes(const char *msg, size_t len, unsigned field, size_t *pos, const char **val,
+                     size_t *val_len)
+{
+    while (*pos < len) {
+        uint64_t key, v;
+        if (pb_varint(msg, len, pos, &key) < 0)
+            return -1;
+        switch (key & 7) {
+        case 0:
+            if (pb_varint(msg, len, pos, &v) < 0)
+                return -1;
+            break;
+        case 1:
+            if (len - *pos < 8)
+                return -1;
+            *pos += 8;
+            break;
+        case 5:
+            if (len - *pos < 4)
+                return -1;
+            *pos += 4;
+            break;
+        case 2:
+            if (pb_varint(msg, len, pos, &v) < 0 || v > len - *pos)
+                return -1;
+            if (key >> 3 == field) {
+                *val = msg + *pos;
+                *val_len = (size_t)v;
+                *pos += (size_t)v;
+                return 1;
+            }
+            *pos += (size_t)v;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int pb_string(const char *msg, size_t len, unsigned field, char *out, size_t size)
+{
+    const char *v;
+    size_t vl, pos = 0;
+    int r = rv_pb_next_bytes(msg, len, field, &pos, &v, &vl);
+
+    if (r < 0)
+        return -1;
+    if (r == 0)
+        vl = 0;
+    snprintf(out, size, "%.*s", (int)vl, r ? v : "");
+    return 0;
+}
+
+int rv_cri_version(const char *socket, int timeout_ms, char *name, size_t name_size, char *version,
+                   size_t version_size, struct rv_error *err)
+{
+    static const char req[] = { 0x0a, 2, 'v', '1' };   /* VersionRequest{version: "v1"} */
+    cleanup_free char *resp = NULL;
+    size_t len;
+
+    if (rv_grpc_call(socket, "/runtime.v1.RuntimeService/Version", req, sizeof(req), &resp, &len,
+                     timeout_ms, err) < 0)
+        return -1;
+    /* VersionResponse: runtime_name = 2, runtime_version = 3 */
+    if (pb_string(resp, len, 2, name, name_size) < 0 || pb_string(resp, len, 3, version, version_size) < 0)
+        return rv_fail(err, EPROTO, "CRI `%s`: malformed VersionResponse", socket);
+    if (!name[0])
+        return rv_fail(err, EPROTO, "CRI `%s`: VersionResponse without a runtime name", socket);
+    return 0;
+}
+
+int rv_cri_config(const char *socket, int timeout_ms, json_t **config, struct rv_error *err)
+{
+    static const char req[] = { 0x08, 1 };   /* StatusRequest{verbose: true} */
+    cleanup_free char *resp = NULL;
+    size_t len, pos = 0;
+    const char *entry;
+    size_t elen;
+    int r;
+
+    *config = NULL;
+    if (rv_grpc_call(socket, "/runtime.v1.RuntimeService/Status", req, sizeof(req), &resp, &len,
+                     timeout_ms, err) < 0)
+        return -1;
+    /* StatusResponse.info = 2: map entries {key = 1, value = 2} */
+    while ((r = rv_pb_next_bytes(resp, len, 2, &pos, &entry, &elen)) == 1) {
+        const char *k, *v;
+        size_t kl, vl, p = 0, q = 0;
+        if (rv_pb_next_bytes(entry, elen, 1, &p, &k, &kl) != 1 || kl != 6 || memcmp(k, "config", 6) != 0)
+            continue;
+        if (rv_pb_next_bytes(entry, elen, 2, &q, &v, &vl) != 1)
+            break;
+        json_error_t je;
+        *config = json_loadb(v, vl, 0, &je);
+        if (!*config)
+            return rv_fail(err, EPROTO, "CRI `%s`: Status: config: %s", socket, je.text);
+        return 0;
+    }
+    if (r < 0)
+        return rv_fail(err, EPROTO, "CRI `%s`: malformed StatusResponse", socket);
+    return rv_fail(err, ENOENT, "CRI `%s`: Status has no `config` (not containerd?)", socket);
+}

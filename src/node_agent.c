@@ -1,0 +1,246 @@
+/* node_agent.c - the node agent as a process: log lines, signals, and the
+ * supervision of LXCFS and `resview watch` (node_agent.h). */
+#define _GNU_SOURCE
+#include "resview/node_agent.h"
+#include "resview/hostexec.h"
+#include "resview/lxcfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define LXCFS_WAIT_S 30
+
+static volatile sig_atomic_t stopping;
+static sigset_t agent_signals;
+
+long rv_node_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+void rv_node_say(const char *fmt, ...)
+{
+    va_list ap;
+    char ts[32];
+    time_t t = time(NULL);
+    struct tm tm;
+
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    printf("%s ", ts);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+void rv_node_signals_block(void)
+{
+    sigemptyset(&agent_signals);
+    sigaddset(&agent_signals, SIGTERM);
+    sigaddset(&agent_signals, SIGINT);
+    sigaddset(&agent_signals, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &agent_signals, NULL);
+}
+
+static void wait_set(const sigset_t *set, long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    siginfo_t si;
+    int sig = sigtimedwait(set, &si, &ts);
+
+    if (sig == SIGTERM || sig == SIGINT)
+        stopping = 1;
+}
+
+bool rv_node_nap(long ms)
+{
+    sigset_t stop;
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    wait_set(&stop, ms);
+    return !stopping;
+}
+
+void rv_node_wait(long ms)
+{
+    wait_set(&agent_signals, ms);
+}
+
+bool rv_node_stopping(void)
+{
+    return stopping;
+}
+
+int rv_node_lxcfs_clear(const char *dir, struct rv_error *err)
+{
+    for (int i = 0; i < 16; i++) {
+        if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+            rv_node_say("lxcfs: detached a mount left on `%s` by an earlier LXCFS", dir);
+            continue;
+        }
+        if (errno == EINVAL || errno == ENOENT)
+            return 0;
+        return rv_fail(err, errno, "detach the old mount on `%s`", dir);
+    }
+    return rv_fail(err, EBUSY, "`%s`: too many stacked mounts", dir);
+}
+
+/* Start argv as our child, with our signals unblocked. host_cgroupns: in the
+ * host's cgroup namespace (pid 1's): LXCFS reads /proc/PID/cgroup of other
+ * pods' processes, which names host paths only there (on cgroup v2 a pod has
+ * a namespace of its own). */
+static pid_t spawn(char *const argv[], bool host_cgroupns, struct rv_error *err)
+{
+    pid_t pid = rv_fork_child(err);
+
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);   /* outside a pod nothing else would stop it */
+        if (host_cgroupns) {
+            int ns = open("/proc/1/ns/cgroup", O_RDONLY | O_CLOEXEC);
+            if (ns >= 0 && setns(ns, CLONE_NEWCGROUP) < 0)
+                fprintf(stderr, "resview node: warning: enter the host's cgroup namespace: %s\n",
+                        strerror(errno));
+            if (ns >= 0)
+                close(ns);
+        }
+        execv(argv[0], argv);
+        fprintf(stderr, "resview node: exec `%s`: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+static pid_t lxcfs_start(const struct rv_node_children *ch, struct rv_error *err)
+{
+    char pidfile[PATH_MAX];
+    long deadline;
+    pid_t pid;
+
+    if (rv_node_lxcfs_clear(ch->lxcfs_dir, err) < 0 || rv_mkdir_p(ch->lxcfs_dir, 0755, err) < 0)
+        return -1;
+    if (rv_snprintf(pidfile, sizeof(pidfile), "%s.pid", ch->lxcfs_dir) < 0)
+        return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
+    char *argv[] = { (char *)ch->lxcfs_bin, "-f", "-l", "--enable-cfs", "-p", pidfile,
+                     (char *)ch->lxcfs_dir, NULL };
+    if ((pid = spawn(argv, true, err)) < 0)
+        return -1;
+    deadline = rv_node_now_ms() + LXCFS_WAIT_S * 1000L;
+    for (;;) {
+        struct rv_lxcfs lx;
+        int status;
+        if (rv_lxcfs_discover(ch->lxcfs_dir, 1000, &lx, err) == 0 && lx.live) {
+            rv_node_say("lxcfs: pid %d answers on `%s`", (int)pid, ch->lxcfs_dir);
+            return pid;
+        }
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return rv_fail(err, 0, "LXCFS (`%s`) exited with status %d before answering", ch->lxcfs_bin,
+                           WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        if (rv_node_now_ms() > deadline || !rv_node_nap(50)) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return rv_fail(err, ETIMEDOUT, "LXCFS did not answer on `%s`", ch->lxcfs_dir);
+        }
+    }
+}
+
+static pid_t watch_start(const struct rv_node_children *ch, struct rv_error *err)
+{
+    char self[PATH_MAX] = "/proc/self/exe";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *argv[] = { self, "watch", NULL };
+
+    if (n > 0)
+        self[n] = '\0';   /* by name: `ps` shows resview, not exe */
+
+    if (ch->rv_config)
+        setenv("RESVIEW_CONFIG", ch->rv_config, 1);
+    pid_t pid = spawn(argv, false, err);
+    if (pid > 0)
+        rv_node_say("watch: pid %d repairs views whenever LXCFS comes back", (int)pid);
+    return pid;
+}
+
+void rv_node_children_start(struct rv_node_children *ch)
+{
+    struct rv_error err = { 0 };
+    pid_t p;
+
+    if (!ch->watch && rv_node_now_ms() >= ch->watch_retry) {
+        if ((p = watch_start(ch, &err)) < 0) {
+            rv_node_say("watch: %s", err.msg);
+            ch->watch_retry = rv_node_now_ms() + 5000;
+        } else {
+            ch->watch = p;
+        }
+    }
+    if (!ch->lxcfs && rv_node_now_ms() >= ch->lxcfs_retry) {
+        if ((p = lxcfs_start(ch, &err)) < 0) {
+            rv_node_say("lxcfs: %s; trying again in 5 s", err.msg);
+            ch->lxcfs_retry = rv_node_now_ms() + 5000;
+        } else {
+            ch->lxcfs = p;
+        }
+    }
+}
+
+void rv_node_children_reap(struct rv_node_children *ch)
+{
+    int status;
+    pid_t p;
+
+    while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (p == ch->lxcfs) {
+            rv_node_say("lxcfs: pid %d ended (status %d); starting a new one", (int)p, code);
+            ch->lxcfs = 0;
+            ch->lxcfs_retry = rv_node_now_ms() + 1000;
+        } else if (p == ch->watch) {
+            rv_node_say("watch: pid %d ended (status %d); starting it again", (int)p, code);
+            ch->watch = 0;
+            ch->watch_retry = rv_node_now_ms() + 1000;
+        }
+    }
+}
+
+void rv_node_children_stop(struct rv_node_children *ch, bool detach)
+{
+    pid_t *all[] = { &ch->watch, &ch->lxcfs };
+    struct rv_error err;
+
+    for (size_t i = 0; i < 2; i++)
+        if (*all[i] > 0)
+            kill(*all[i], SIGTERM);
+    for (size_t i = 0; i < 2; i++) {
+        bool gone = false;
+        if (*all[i] <= 0)
+            continue;
+        for (int t = 0; t < 100 && !gone; t++) {
+            pid_t r = waitpid(*all[i], NULL, WNOHANG);
+            gone = r == *all[i] || r < 0;
+            if (!gone)
+                usleep(50 * 1000);
+        }
+        if (!gone) {   /* never signal a pid already reaped: it may be another process now */
+            kill(*all[i], SIGKILL);
+            waitpid(*all[i], NULL, 0);
+        }
+        *all[i] = 0;
+    }
+    if (detach && rv_node_lxcfs_clear(ch->lxcfs_dir, &err) < 0)
+        rv_node_say("lxcfs: %s", err.msg);
+}

@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""kubelet.py - what the kubelet does with a pod manifest, over containerd's
+CRI API, for tests: no kubelet exists on this machine, so the manifests under
+hooks/kubernetes/ are run by this, field by field as the kubelet maps them.
+
+  kubelet.py GEN_DIR run-pod   SCENARIO_JSON   -> {"pod": ID, "containers": {NAME: ID}}
+  kubelet.py GEN_DIR exec      SOCKET ID [--timeout S] -- CMD...   (ExecSync; stdout, exit code)
+  kubelet.py GEN_DIR probe     SOCKET ID MANIFEST                  (the readinessProbe's exec)
+  kubelet.py GEN_DIR status    SOCKET ID                           -> {"state", "started_at", ...}
+  kubelet.py GEN_DIR stop-pod  SOCKET POD_ID GRACE_S ID...         (delete a pod: stop with grace, remove)
+  kubelet.py GEN_DIR hostpath  PATH TYPE                           (the kubelet's hostPath type check)
+
+GEN_DIR holds cri_pb2*.py (grpc_tools.protoc of tests/cri/cri.proto).
+SCENARIO_JSON: {"socket", "manifest" (a Pod or DaemonSet YAML), "kustomization"
+(directory: configMapGenerator literals for envFrom, images), "runtimeclasses"
+(YAML of RuntimeClass objects, for runtimeClassName), "node_root" (hostPath
+volumes are taken below it), "env" (overrides of the environment, as an
+operator's values would), "name", "uid", "log_dir", "cgroup_parent"}.
+
+Mapping (as the kubelet does it): hostPID -> pid namespace NODE for the sandbox
+and the containers; hostNetwork or not -> network NODE (this machine has no
+CNI); securityContext.privileged -> privileged sandbox and container;
+hostPath -> Mount{host_path, propagation None/HostToContainer/Bidirectional},
+after the kubelet's type check (DirectoryOrCreate creates, Directory must be a
+directory: a stat that fails, e.g. ENOTCONN on a dead FUSE mount, is the
+"MountVolume.SetUp failed" that keeps a pod in ContainerCreating);
+env and envFrom.configMapRef; resources.limits cpu/memory -> CFS quota/period
+and memory limit; command/args; image after kustomize's `images`;
+runtimeClassName -> runtime handler; terminationGracePeriodSeconds -> the
+StopContainer timeout."""
+import json
+import os
+import stat
+import sys
+import time
+
+sys.path.insert(0, sys.argv[1])
+import grpc  # noqa: E402
+import yaml  # noqa: E402
+import cri_pb2 as pb  # noqa: E402
+import cri_pb2_grpc as pbg  # noqa: E402
+
+
+def stub(socket):
+    return pbg.RuntimeServiceStub(grpc.insecure_channel("unix://" + socket))
+
+
+def die(msg, code=2):
+    print("kubelet.py: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def load_objects(path):
+    return [d for d in yaml.safe_load_all(open(path)) if d]
+
+
+def kustomization(d):
+    k = yaml.safe_load(open(os.path.join(d, "kustomization.yaml")))
+    maps = {}
+    for g in k.get("configMapGenerator", []):
+        maps[g["name"]] = dict(lit.split("=", 1) for lit in g.get("literals", []))
+    return maps, k.get("images", [])
+
+
+def quantity_cpu_millis(q):
+    q = str(q)
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+def quantity_bytes(q):
+    q = str(q)
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "K": 1000, "M": 1000 ** 2, "G": 1000 ** 3}
+    for u, m in units.items():
+        if q.endswith(u):
+            return int(float(q[:-len(u)]) * m)
+    return int(q)
+
+
+def hostpath_check(path, typ):
+    """The kubelet's hostPath type check (pkg/volume/hostpath)."""
+    if typ == "DirectoryOrCreate" and not os.path.lexists(path):
+        os.makedirs(path, 0o755)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise SystemExit("kubelet.py: MountVolume.SetUp failed: hostPath type check failed: stat %s: %s"
+                         % (path, e.strerror))
+    if typ in ("Directory", "DirectoryOrCreate") and not stat.S_ISDIR(st.st_mode):
+        raise SystemExit("kubelet.py: MountVolume.SetUp failed: hostPath type check failed: %s is not a directory"
+                         % path)
+    if typ == "Socket" and not stat.S_ISSOCK(st.st_mode):
+        raise SystemExit("kubelet.py: hostPath type check failed: %s is not a socket" % path)
+
+
+def run_pod(sc):
+    objs = load_objects(sc["manifest"])
+    obj = next(o for o in objs if o.get("kind") in ("Pod", "DaemonSet"))
+    tmpl = obj["spec"]["template"] if obj["kind"] == "DaemonSet" else obj
+    spec = tmpl["spec"]
+    maps, images = kustomization(sc["kustomization"]) if sc.get("kustomization") else ({}, [])
+    handler = ""
+    if spec.get("runtimeClassName"):
+        rcs = [o for o in load_objects(sc["runtimeclasses"]) if o.get("kind") == "RuntimeClass"]
+        rc = [r for r in rcs if r["metadata"]["name"] == spec["runtimeClassName"]]
+        if not rc:
+            die("RuntimeClass %s not found" % spec["runtimeClassName"])
+        handler = rc[0]["handler"]
+    host_pid = bool(spec.get("hostPID"))
+    privileged = any(c.get("securityContext", {}).get("privileged") for c in spec["containers"])
+    # like the kubelet: the host's, the pod's (shareProcessNamespace) or each container's own
+    pid_mode = pb.NODE if host_pid else pb.POD if spec.get("shareProcessNamespace") else pb.CONTAINER
+    annotations = dict(tmpl.get("metadata", {}).get("annotations") or {})
+    pod_cfg = pb.PodSandboxConfig(
+        metadata=pb.PodSandboxMetadata(name=sc["name"], uid=sc["uid"], namespace="default"),
+        log_directory=sc["log_dir"], annotations=annotations,
+        linux=pb.LinuxPodSandboxConfig(
+            cgroup_parent=sc.get("cgroup_parent", ""),
+            security_context=pb.LinuxSandboxSecurityContext(
+                privileged=privileged,
+                namespace_options=pb.NamespaceOption(network=pb.NODE, pid=pid_mode))))
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    # volumes first: a failing hostPath check keeps the pod from starting at all
+    for v in volumes.values():
+        if "hostPath" in v:
+            hostpath_check(sc["node_root"] + v["hostPath"]["path"], v["hostPath"].get("type", ""))
+    rt = stub(sc["socket"])
+    pod_id = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod_cfg, runtime_handler=handler),
+                              timeout=60).pod_sandbox_id
+    out = {"pod": pod_id, "containers": {}}
+    prop = {None: pb.PROPAGATION_PRIVATE, "None": pb.PROPAGATION_PRIVATE,
+            "HostToContainer": pb.PROPAGATION_HOST_TO_CONTAINER, "Bidirectional": pb.PROPAGATION_BIDIRECTIONAL}
+    for c in spec["containers"]:
+        image = c["image"]
+        for im in images:
+            name, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+            if name == im["name"]:
+                image = im.get("newName", name) + ":" + str(im.get("newTag", tag))
+        env = {}
+        for ef in c.get("envFrom", []):
+            env.update(maps.get(ef["configMapRef"]["name"], {}))
+        for e in c.get("env", []):
+            env[e["name"]] = e.get("value", "")
+        env.update(sc.get("env", {}))
+        mounts = []
+        for vm in c.get("volumeMounts", []):
+            v = volumes[vm["name"]]
+            if "hostPath" not in v:
+                die("volume %s: only hostPath volumes are mapped" % vm["name"])
+            mounts.append(pb.Mount(container_path=vm["mountPath"], host_path=sc["node_root"] + v["hostPath"]["path"],
+                                   readonly=bool(vm.get("readOnly")), propagation=prop[vm.get("mountPropagation")]))
+        lim = c.get("resources", {}).get("limits", {})
+        res = pb.LinuxContainerResources()
+        if "cpu" in lim:
+            res.cpu_period = 100000
+            res.cpu_quota = quantity_cpu_millis(lim["cpu"]) * 100
+        if "memory" in lim:
+            res.memory_limit_in_bytes = quantity_bytes(lim["memory"])
+        sec = pb.LinuxContainerSecurityContext(
+            privileged=bool(c.get("securityContext", {}).get("privileged")),
+            namespace_options=pb.NamespaceOption(network=pb.NODE, pid=pid_mode))
+        cfg = pb.ContainerConfig(
+            metadata=pb.ContainerMetadata(name=c["name"]), image=pb.ImageSpec(image=image),
+            command=c.get("command", []), args=c.get("args", []),
+            envs=[pb.KeyValue(key=k, value=v) for k, v in sorted(env.items())],
+            mounts=mounts, log_path=c["name"] + ".log",
+            linux=pb.LinuxContainerConfig(resources=res, security_context=sec))
+        cid = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=cfg, sandbox_config=pod_cfg),
+                                 timeout=60).container_id
+        rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=60)
+        out["containers"][c["name"]] = cid
+    print(json.dumps(out))
+
+
+def main():
+    cmd = sys.argv[2]
+    a = sys.argv[3:]
+    if cmd == "run-pod":
+        run_pod(json.load(open(a[0])))
+    elif cmd == "exec":
+        timeout = 30
+        if a[2] == "--timeout":
+            timeout = int(a[3])
+            a = a[:2] + a[4:]
+        r = stub(a[0]).ExecSync(pb.ExecSyncRequest(container_id=a[1], cmd=a[3:], timeout=timeout),
+                                timeout=timeout + 10)
+        sys.stdout.buffer.write(r.stdout)
+        sys.stderr.buffer.write(r.stderr)
+        sys.exit(r.exit_code)
+    elif cmd == "probe":
+        obj = next(o for o in load_objects(a[2]) if o.get("kind") == "DaemonSet")
+        c = obj["spec"]["template"]["spec"]["containers"][0]
+        p = c["readinessProbe"]
+        r = stub(a[0]).ExecSync(pb.ExecSyncRequest(container_id=a[1], cmd=p["exec"]["command"],
+                                                   timeout=p.get("timeoutSeconds", 1)), timeout=60)
+        sys.stdout.buffer.write(r.stdout)
+        sys.exit(r.exit_code)
+    elif cmd == "status":
+        st = stub(a[0]).ContainerStatus(pb.ContainerStatusRequest(container_id=a[1]), timeout=30).status
+        print(json.dumps({"state": pb.ContainerState.Name(st.state), "created_at": st.created_at,
+                          "started_at": st.started_at, "exit_code": st.exit_code, "reason": st.reason}))
+    elif cmd == "stop-pod":
+        rt = stub(a[0])
+        for cid in a[3:]:
+            rt.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=int(a[2])), timeout=int(a[2]) + 60)
+        rt.StopPodSandbox(pb.StopPodSandboxRequest(pod_sandbox_id=a[1]), timeout=60)
+        rt.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=a[1]), timeout=60)
+    elif cmd == "hostpath":
+        hostpath_check(a[0], a[1])
+    else:
+        die("unknown command %s" % cmd)
+
+
+try:
+    main()
+except grpc.RpcError as e:
+    die("%s: %s" % (e.code().name, e.details()))
