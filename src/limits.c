@@ -25,6 +25,7 @@ void rv_host_defaults(struct rv_host *h)
 
 int rv_cpulist_count(const char *s)
 {
+    unsigned long next = 0;   /* ranges ascend without overlap, as the kernel writes them */
     int count = 0;
 
     while (*s == ' ' || *s == '\n')
@@ -43,13 +44,12 @@ int rv_cpulist_count(const char *s)
                 return -1;
             b = strtoul(end + 1, &end, 10);
         }
-        if (a > CPU_MAX || b > CPU_MAX || b < a)
+        if (a > CPU_MAX || b > CPU_MAX || b < a || a < next)
             return -1;
+        next = b + 1;
         count += (int)(b - a + 1);
-        if (count > CPU_MAX)
-            return -1;
         s = end;
-        if (*s == ',')
+        if (*s == ',' && s[1] >= '0' && s[1] <= '9')
             s++;
         else if (*s == '\n' || *s == ' ')
             break;

@@ -65,6 +65,9 @@ int main(void)
     ok(rv_cpulist_count("5") == 1, "cpulist single");
     ok(rv_cpulist_count("") == -1 && rv_cpulist_count("3-1") == -1 && rv_cpulist_count("a") == -1 &&
        rv_cpulist_count("1,,2") == -1 && rv_cpulist_count("0-99999999") == -1, "cpulist rejects junk");
+    /* the kernel writes ascending ranges without overlap: anything else counted twice */
+    ok(rv_cpulist_count("0,0-3") == -1 && rv_cpulist_count("2,1") == -1 && rv_cpulist_count("0-3,") == -1,
+       "cpulist rejects overlapping, descending and unfinished lists");
 
     /* cgroupsPath forms */
     ok(rv_cgroup_path("kubepods-burstable-pod12.slice:cri-containerd:abc", "cpu", "/nonexistent", cg, sizeof(cg), &err) == 0, "systemd path parses");
