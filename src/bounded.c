@@ -43,10 +43,10 @@ struct trampoline {
 static struct stuck {
     unsigned long long key;
     pid_t pid;
-    int pidfd;              /* -1 without pidfds */
     long since_ms;
 } stuck[STUCK_MAX];
 static unsigned n_stuck;
+static pid_t last_left;     /* left behind by the last call, 0 if none */
 
 void *rv_shared_alloc(size_t size)
 {
@@ -169,13 +169,10 @@ static int wait_end(pid_t pid, int pidfd, int ms, int *status)
 static void reap_stuck(void)
 {
     for (unsigned i = 0; i < n_stuck;) {
-        if (try_reap(stuck[i].pid, NULL) != 0) {
-            if (stuck[i].pidfd >= 0)
-                close(stuck[i].pidfd);
+        if (try_reap(stuck[i].pid, NULL) != 0)
             stuck[i] = stuck[--n_stuck];
-        } else {
+        else
             i++;
-        }
     }
 }
 
@@ -185,15 +182,16 @@ unsigned rv_bounded_stuck(void)
     return n_stuck;
 }
 
-static void leave_behind(unsigned long long key, pid_t pid, int pidfd)
+pid_t rv_bounded_left_behind(void)
 {
-    if (n_stuck == STUCK_MAX) {
-        /* not tracked: reaped by init after we exit */
-        if (pidfd >= 0)
-            close(pidfd);
-        return;
-    }
-    stuck[n_stuck++] = (struct stuck){ key, pid, pidfd, now_ms() };
+    return last_left;
+}
+
+static void leave_behind(unsigned long long key, pid_t pid)
+{
+    last_left = pid;
+    if (n_stuck < STUCK_MAX)   /* else not tracked: reaped by init after we exit */
+        stuck[n_stuck++] = (struct stuck){ key, pid, now_ms() };
 }
 
 int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
@@ -206,6 +204,7 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
     int pidfd = -1, r;
     pid_t pid;
 
+    last_left = 0;
     reap_stuck();
     for (unsigned i = 0; key && i < n_stuck; i++)
         if (stuck[i].key == key)
@@ -271,7 +270,9 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
              * It holds none of our descriptors; it will never run user code
              * again (SIGKILL is pending), but the kernel may still finish the
              * request into its stack: that stays mapped. */
-            leave_behind(key, pid, move_fd(pidfd));
+            leave_behind(key, pid);
+            if (pidfd >= 0)
+                close(pidfd);
             return fail_as(err, ETIMEDOUT, "gave up after %d ms; the child is stuck in an "
                            "uninterruptible wait (left behind)", timeout_ms);
         }

@@ -139,6 +139,8 @@ struct hook_job {
     struct rv_lxcfs lx;
     struct rv_inject req;
     const char *root_path;      /* handed over by the shim (hook.h); NULL: read the spec */
+    volatile bool probing;      /* the child is asking LXCFS, nothing else */
+    bool lxcfs_stuck;           /* an earlier probe still waits for LXCFS: do not ask */
 };
 
 /* In the bounded child: find the live LXCFS files, then inject them. */
@@ -154,7 +156,11 @@ static int hook_child(void *arg)
         req->root_dev = rs.st_dev;
         req->root_ino = rs.st_ino;
     }
+    if (job->lxcfs_stuck)
+        return 0;
+    job->probing = true;
     rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
+    job->probing = false;
     if (!job->lx.live)
         return 0;
     req->live_dev = job->lx.dev;
@@ -248,15 +254,28 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
 static int run_views(const struct rv_config *cfg, const char *id, struct hook_job *job)
 {
     struct rv_error err = { 0 };
+    bool stale;
+    pid_t stuck = rv_state_lxcfs_stuck(cfg, &stale);
     int status;
 
     for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
         rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
+    /* an earlier hook's probe still waits for LXCFS: so would ours (the child
+     * then only notes the rootfs) */
+    job->lxcfs_stuck = stuck != 0;
     if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
         job->req.n_failed = job->req.n;
         if (job->lx.live)
             snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
+        /* left behind asking LXCFS (not on the container's own files): mark it */
+        if (job->probing && rv_bounded_left_behind())
+            rv_state_lxcfs_mark(cfg, rv_bounded_left_behind());
+    } else if (stale && job->lx.live) {
+        rv_state_lxcfs_unmark(cfg);
     }
+    if (stuck && !job->lx.why[0])
+        snprintf(job->lx.why, sizeof(job->lx.why), "LXCFS at `%s` does not answer (process %d, "
+                 "an earlier probe, still waits for it)", cfg->lxcfs_root, (int)stuck);
     return finish_views(cfg, id, job, &err);
 }
 

@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libmount.h>
+#include <linux/nsfs.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -155,6 +157,19 @@ static bool root_is(pid_t pid, dev_t dev, ino_t ino)
            makedev(sx.stx_dev_major, sx.stx_dev_minor) == dev;
 }
 
+/* Whether pid's mount namespace is owned by a user namespace uid made. */
+static bool owned_by(pid_t pid, uid_t uid)
+{
+    char path[64];
+    cleanup_close int ns = -1, user = -1;
+    uid_t owner;
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+    ns = open(path, O_RDONLY | O_CLOEXEC);
+    user = ns >= 0 ? ioctl(ns, NS_GET_USERNS) : -1;
+    return user >= 0 && ioctl(user, NS_GET_OWNER_UID, &owner) == 0 && owner == uid;
+}
+
 enum { LOCATED, NOT_YET, GONE };
 
 /* A live process of the recorded container, whose identity is its mount
@@ -185,7 +200,12 @@ static int locate(struct repair_ctx *c, ino_t ns)
         return GONE;
     ns_map_build(c);
     for (size_t i = 0; i < c->ns_map_n; i++) {
-        if (c->ns_map[i].ns != ns || !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
+        if (c->ns_map[i].ns != ns)
+            continue;
+        /* a user's record naming a namespace of someone else: no need to
+         * look at each of its processes (the injector refuses it anyway) */
+        if (!(c->req.check_owner && !owned_by(c->ns_map[i].pid, c->req.owner)) &&
+            !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
             continue;
         snprintf(path, sizeof(path), "/proc/%d", (int)c->ns_map[i].pid);
         piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -1,6 +1,7 @@
 /* state.c - per-container record directories, and records of users' hooks. */
 #define _GNU_SOURCE
 #include "resview/state.h"
+#include "resview/lxcfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -301,6 +302,68 @@ int rv_state_foreach(const struct rv_config *cfg, int (*fn)(const char *id, void
             r = fn(de->d_name, arg);
     closedir(d);
     return r;
+}
+
+/* Start time of a live process (not a zombie: nobody may reap an orphan). */
+static int pid_start(pid_t pid, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    const char *paren;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if (rv_read_small(path, buf, sizeof(buf)) < 0 || !(paren = strrchr(buf, ')')) ||
+        paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X')
+        return -1;
+    return rv_parse_stat_start(buf, start);
+}
+
+static int stuck_path(const struct rv_config *cfg, char *out, size_t size)
+{
+    return rv_snprintf(out, size, "%s/lxcfs-stuck", cfg->state_dir);
+}
+
+pid_t rv_state_lxcfs_stuck(const struct rv_config *cfg, bool *stale)
+{
+    char path[PATH_MAX], buf[PATH_MAX + 64];
+    unsigned long long want, have;
+    int pid, at = 0;
+
+    *stale = false;
+    if (stuck_path(cfg, path, sizeof(path)) < 0 || rv_read_small(path, buf, sizeof(buf)) < 0)
+        return 0;
+    /* "PID START LXCFS_ROOT": only a probe of this LXCFS counts */
+    if (sscanf(buf, "%d %llu %n", &pid, &want, &at) < 2 || !at || strcmp(buf + at, cfg->lxcfs_root))
+        return 0;
+    if (pid > 0 && pid_start(pid, &have) == 0 && have == want)
+        return pid;
+    *stale = true;
+    return 0;
+}
+
+void rv_state_lxcfs_mark(const struct rv_config *cfg, pid_t pid)
+{
+    char path[PATH_MAX], text[PATH_MAX + 64];
+    unsigned long long start;
+    struct rv_error err;
+    int dfd, n;
+
+    if (pid_start(pid, &start) < 0 || stuck_path(cfg, path, sizeof(path)) < 0 ||
+        rv_mkdir_p(cfg->state_dir, 0711, &err) < 0)
+        return;
+    dfd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    n = snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, start, cfg->lxcfs_root);
+    if (dfd >= 0 && n > 0 && (size_t)n < sizeof(text))
+        rv_write_atomic_volatile_at(dfd, "lxcfs-stuck", text, (size_t)n, &err);
+    if (dfd >= 0)
+        close(dfd);
+}
+
+void rv_state_lxcfs_unmark(const struct rv_config *cfg)
+{
+    char path[PATH_MAX];
+
+    if (stuck_path(cfg, path, sizeof(path)) == 0)
+        unlink(path);
 }
 
 static int users_dir(const struct rv_config *cfg, char *out, size_t size, struct rv_error *err)

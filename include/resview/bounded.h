@@ -47,5 +47,7 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
 /* Children left behind by this process that are still stuck (reaps those
  * that ended). */
 unsigned rv_bounded_stuck(void);
+/* The child the last call left behind, 0 if it left none. */
+pid_t rv_bounded_left_behind(void);
 
 #endif

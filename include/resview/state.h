@@ -56,6 +56,16 @@ int rv_state_remove_if(const struct rv_config *cfg, const char *id,
                        const struct rv_state_ref *ref, const char *file, struct rv_error *err);
 void rv_state_ref_close(struct rv_state_ref *ref);
 
+/* lxcfs-stuck: a hook's probe of LXCFS left stuck in a request LXCFS never
+ * answers (pid, start time, lxcfs.root). While that process lives, LXCFS still does
+ * not answer: later hooks start their containers without waiting for it (and
+ * without leaving one more stuck child each). rv_state_lxcfs_stuck returns
+ * its pid, 0 if there is none or it has ended (*stale: a marker to remove
+ * once LXCFS answers). */
+pid_t rv_state_lxcfs_stuck(const struct rv_config *cfg, bool *stale);
+void rv_state_lxcfs_mark(const struct rv_config *cfg, pid_t pid);
+void rv_state_lxcfs_unmark(const struct rv_config *cfg);
+
 /* users/: create it (and make state_dir 0711) if missing. Root only. */
 int rv_state_users_prepare(const struct rv_config *cfg, struct rv_error *err);
 /* Add a record to users/ as the calling user; its name in name (may be NULL). */

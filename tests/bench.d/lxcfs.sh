@@ -104,20 +104,33 @@ for i in $(seq 1 "$NR"); do start_bg "rb$i-$$" || { echo "bench: start rb$i fail
 t_cleanup "for k in \$(seq 1 $NR); do runc --root $T/runc-root delete -f rb\$k-$$; done"
 for i in $(seq 1 "$NU"); do enroot_job "ej$i" "$JOB_UID" || exit 1; done
 [ "$(ls "$STATE/users" | wc -l)" = "$NU" ] || { echo "bench: $NU users' records expected, found $(ls "$STATE/users" | wc -l)"; exit 1; }
-runs=()
+# timed CMD...: "WALL CPU" in ms (CPU: user + system of CMD and every child it
+# reaped, its bounded children included; steadier than wall time on a busy
+# machine); CMD's output in $T/repair.out
+timed() {
+    /usr/bin/python3 -c '
+import resource, subprocess, sys, time
+t = time.perf_counter()
+r = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.STDOUT)
+w = time.perf_counter() - t
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%d %d" % (w * 1000, (u.ru_utime + u.ru_stime) * 1000))
+sys.exit(r.returncode)' "$T/repair.out" env RESVIEW_CONFIG="$T/config.json" "$@"
+}
+walls=() cpus=()
 for round in 1 2 3; do
     kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
     lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || exit 1
-    t0=$(date +%s%N)
-    RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/repair.out" 2>&1 || { echo "bench: repair failed"; tail -3 "$T/repair.out"; exit 1; }
-    t1=$(date +%s%N)
-    runs+=($(( (t1 - t0) / 1000000 )))
-    echo "round $round: $(tail -1 "$T/repair.out") in $(( (t1 - t0) / 1000000 )) ms"
+    read -r wall cpu < <(timed "$CLI" repair) && grep -q "repaired $N, failed 0" "$T/repair.out" ||
+        { echo "bench: repair failed"; tail -3 "$T/repair.out"; exit 1; }
+    walls+=("$wall"); cpus+=("$cpu")
+    echo "round $round: $(tail -1 "$T/repair.out") in $wall ms ($cpu ms CPU)"
 done
-median=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
-t0=$(date +%s%N); RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/repair.out" 2>&1; t1=$(date +%s%N)
-echo "repair of $N stale containers: median ${median} ms total ($(( median * 1000 / N )) us per container)"
-echo "repair with nothing to do ($N healthy): $(( (t1 - t0) / 1000000 )) ms"
+median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+wall=$(median "${walls[@]}"); cpu=$(median "${cpus[@]}")
+echo "repair of $N stale containers: median ${wall} ms total ($(( wall * 1000 / N )) us per container), ${cpu} ms CPU"
+read -r wall cpu < <(timed "$CLI" repair)
+echo "repair with nothing to do ($N healthy): $wall ms ($cpu ms CPU)"
 
 # 3. delete of a container with records: the runtime runs as the shim's
 #    child and the records go once it succeeded (fork + wait + removal),
@@ -131,10 +144,14 @@ SHIM_B=$BUILD/static/resview-runtime
 echo
 echo "== resview-runtime delete ($(basename "$(dirname "$SHIM_B")")), next runtime a no-op, $((ROUNDS * 4)) rounds, interleaved"
 /usr/bin/python3 - "$((ROUNDS * 4))" "$SHIM_B" "$T/cfg-noop.json" "$STATE" <<'PY'
-import os, random, statistics, subprocess, sys, time
+import os, random, resource, statistics, subprocess, sys, time
 rounds, shim, cfg, state = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 env = {"RESVIEW_CONFIG": cfg}
 times = {"with records (fork, wait, remove)": [], "without records (exec)": []}
+cpu = {a: [] for a in times}   # user + system time of the shim and its child: steadier on a busy machine
+def used():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 for i in range(rounds + 10):
     order = list(times); random.shuffle(order)
     for arm in order:
@@ -145,15 +162,19 @@ for i in range(rounds + 10):
             for f in ("env", "views"):
                 with open(os.path.join(d, f), "w") as fh:
                     fh.write('{"env": ["GOMAXPROCS=1"]}')
+        c0 = used()
         t0 = time.perf_counter_ns()
         r = subprocess.run([shim, "delete", cid], env=env)
         dt = time.perf_counter_ns() - t0
+        dc = used() - c0
         if r.returncode != 0 or os.path.exists(os.path.join(state, "containers", cid)):
             sys.exit("bench: delete %s failed" % cid)
         if i >= 10:
             times[arm].append(dt / 1e6)
+            cpu[arm].append(dc * 1e3)
 for arm, v in times.items():
-    print("%-36s median %.3f ms" % (arm, statistics.median(v)))
+    print("%-36s median %.3f ms wall, %.3f ms CPU" % (arm, statistics.median(v), statistics.median(cpu[arm])))
 m = [statistics.median(v) for v in times.values()]
-print("%-36s %+.3f ms" % ("records removed after the delete", m[0] - m[1]))
+c = [statistics.median(v) for v in cpu.values()]
+print("%-36s %+.3f ms wall, %+.3f ms CPU" % ("records removed after the delete", m[0] - m[1], c[0] - c[1]))
 PY

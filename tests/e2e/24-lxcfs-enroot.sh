@@ -9,29 +9,15 @@ export LXCFS_DIR=$T/lxcfs
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
 t_cleanup "lxcfs_stop $LXCFS_DIR"
 rv_config "$T/config.json"
-CG=resview-test/$(basename "$T")/enroot
-# LXCFS reads the CPU quota at the cpuset cgroup's path: same path everywhere.
-CTRLS="cpu cpuacct cpuset memory"
-for c in $CTRLS; do mkdir -p "/sys/fs/cgroup/$c/$CG"; done
-d=/sys/fs/cgroup/cpuset
-for part in ${CG//\// }; do
-    d=$d/$part
-    [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-    [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
-done
-JOIN='for c in '"$CTRLS"'; do echo $$ >/sys/fs/cgroup/$c/'"$CG"'/cgroup.procs; done'
-echo 100000 >"/sys/fs/cgroup/cpu/$CG/cpu.cfs_period_us"
-echo 100000 >"/sys/fs/cgroup/cpu/$CG/cpu.cfs_quota_us"
-echo 536870912 >"/sys/fs/cgroup/memory/$CG/memory.limit_in_bytes"
-# in_cg CMD...: run CMD inside the job's cgroups (as the container's processes are)
-in_cg() { sh -c "$JOIN"'; exec "$@"' sh "$@"; }
+source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
+job_cgroup enroot
 
 # start_ns NAME: a "container" process in the job's cgroups with its own mount
 # namespace, procfs and sysfs mounted in its rootfs; sets NS_PID
 start_ns() {
     local r=$T/$1/rootfs
     rv_rootfs "$r" >/dev/null
-    sh -c "$JOIN"'; exec "$@"' sh unshare -m --propagation private sleep 600 >/dev/null 2>&1 &
+    sh -c "$JOB_JOIN"'; exec "$@"' sh unshare -m --propagation private sleep 600 >/dev/null 2>&1 &
     NS_PID=$!
     t_cleanup "kill $NS_PID"
     for _ in $(seq 100); do [ "$(readlink /proc/$NS_PID/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] && break; sleep 0.02; done

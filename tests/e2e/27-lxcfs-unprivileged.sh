@@ -27,23 +27,8 @@ chmod 644 "$T/config.json"
 USERS=$T/state/users
 repair() { RESVIEW_CONFIG=$T/config.json "$CLI" repair "$@"; }
 
-# The job's cgroups, as Slurm's task/cgroup makes them (1 CPU, 512 MiB); the
-# same path in every controller (LXCFS reads the quota at the cpuset path).
-CG=resview-test/$(basename "$T")/job
-CTRLS="cpu cpuacct cpuset memory"
-for c in $CTRLS; do mkdir -p "/sys/fs/cgroup/$c/$CG"; done
-d=/sys/fs/cgroup/cpuset
-for part in ${CG//\// }; do
-    d=$d/$part
-    [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-    [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
-done
-echo 100000 >"/sys/fs/cgroup/cpu/$CG/cpu.cfs_period_us"
-echo 100000 >"/sys/fs/cgroup/cpu/$CG/cpu.cfs_quota_us"
-echo 536870912 >"/sys/fs/cgroup/memory/$CG/memory.limit_in_bytes"
-JOIN='for c in '"$CTRLS"'; do echo $$ >/sys/fs/cgroup/$c/'"$CG"'/cgroup.procs; done'
-in_cg() { sh -c "$JOIN"'; exec "$@"' sh "$@"; }
-
+# The job's cgroups (1 CPU, 512 MiB).
+job_cgroup job
 JOB_WRAP=in_cg
 
 # What a task of the job reads (a process in the job's cgroup and the

@@ -47,6 +47,25 @@ t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/h-$$/v
 t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
 runc --root "$T/runc-root" start "h-$$"
 t_eq "hung LXCFS: the container runs with the host's values" "$(mem_inside "h-$$")" "$host_mem"
+# The hook's probe was left behind and marked: the next starts do not ask
+# LXCFS again (no 3 s wait, no more stuck children) while it waits.
+stuck=$(awk '{print $1}' "$T/state/lxcfs-stuck")
+t_eq "hung LXCFS: the probe left behind is marked, and waits for LXCFS" \
+    "$(ps -o wchan:32= -p "$stuck")" "request_wait_answer"
+rv_bundle "$T/b-h2" ".process.args = [\"/bin/true\"] | $LIMITS"
+(cd "$T/b-h2" && RESVIEW_CONFIG=$T/config-hung.json timeout $BOUND "$RUNTIME" --root "$T/runc-root" run "h2-$$" </dev/null >/dev/null 2>&1); rc=$?
+t_eq "hung LXCFS: the next container starts" "$rc" "0"
+t_contains "... without asking LXCFS" "$(grep "id=h2-$$" "$T/resview.log")" "still waits for it"
+# hook processes of this test (their environment names its files) waiting on FUSE
+hook_waiting() {
+    local p n=0
+    for p in $(ps -eo pid=,wchan:32= | awk '$2 == "request_wait_answer" {print $1}'); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qF "$T/config-hung.json" && n=$((n + 1))
+    done
+    echo $n
+}
+t_eq "... and without leaving another stuck child" "$(hook_waiting)" "1"
+runc --root "$T/runc-root" delete -f "h2-$$" >/dev/null 2>&1
 RESVIEW_CONFIG=$T/config-hung.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?
 t_eq "hung LXCFS: repair returns, exit 1" "$rc" "1"
 t_contains "hung LXCFS: ... saying LXCFS does not answer" "$(cat "$T/out")" "LXCFS is not answering"
@@ -63,6 +82,11 @@ t_ok "hung LXCFS: watch is still running" kill -0 $WH
 kill $WH; wait $WH
 kill "$HUNG_PID"; wait "$HUNG_PID" 2>/dev/null; umount -l "$T/hung"
 runc --root "$T/runc-root" delete -f "h-$$"
+waited() { [ "$(hook_waiting)" = 0 ]; }
+t_ok "hung LXCFS gone: the stuck probe ends" wait_for 30 waited
+(cd "$T/b-h2" && RESVIEW_CONFIG=$T/config-hung.json "$RUNTIME" --root "$T/runc-root" run "h3-$$" </dev/null >/dev/null 2>&1)
+t_contains "... and the next start asks LXCFS again" "$(grep "id=h3-$$" "$T/resview.log")" "no LXCFS mounted"
+runc --root "$T/runc-root" delete -f "h3-$$" >/dev/null 2>&1
 
 # 2. A tenant's FUSE file system over its own /proc/meminfo view that never
 #    answers STATFS (the repair's check of what sits at a target).

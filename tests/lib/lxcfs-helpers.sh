@@ -25,6 +25,28 @@ per_target() { views_of "$1" | sort | uniq -c | awk '{print $1}' | sort -u | tr 
 # wait_for SECONDS CMD...: until CMD succeeds (not a timing assertion: a bound)
 wait_for() { local n=$(( $1 * 10 )); shift; while [ $n -gt 0 ]; do "$@" && return 0; sleep 0.1; n=$((n - 1)); done; return 1; }
 
+# job_cgroup NAME: a job's cgroups at resview-test/<test>/NAME with 1 CPU
+# (quota 100000/100000) and 512 MiB, the same path in every controller
+# (LXCFS reads the CPU quota at the cpuset cgroup's path). JOB_JOIN: shell
+# code that moves $$ into them; in_cg CMD...: run CMD there (as the job's
+# processes are; `sh -c "$JOB_JOIN; exec ..." &` where $! must be CMD).
+job_cgroup() {
+    local d part
+    JOB_CG=resview-test/$(basename "$T")/$1
+    for c in cpu cpuacct cpuset memory; do mkdir -p "/sys/fs/cgroup/$c/$JOB_CG"; done
+    d=/sys/fs/cgroup/cpuset
+    for part in ${JOB_CG//\// }; do
+        d=$d/$part
+        [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
+        [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
+    done
+    echo 100000 >"/sys/fs/cgroup/cpu/$JOB_CG/cpu.cfs_period_us"
+    echo 100000 >"/sys/fs/cgroup/cpu/$JOB_CG/cpu.cfs_quota_us"
+    echo 536870912 >"/sys/fs/cgroup/memory/$JOB_CG/memory.limit_in_bytes"
+    JOB_JOIN='for c in cpu cpuacct cpuset memory; do echo $$ >/sys/fs/cgroup/$c/'"$JOB_CG"'/cgroup.procs; done'
+}
+in_cg() { sh -c "$JOB_JOIN"'; exec "$@"' sh "$@"; }
+
 # enroot jobs of a user, started as pyxis and enroot do (tests/lib/pyxis-sim.c):
 # enroot_job NAME UID [HOOK]: sets TASK (a task of the job: as UID, in the
 # container's namespaces) and ENROOT (the process enroot named, gone by now).
