@@ -304,7 +304,7 @@ static int refuse_changed(const char *text, size_t len, const char *backup, size
             continue;
         }
         several = several || lines[0] || no > from;
-        if (rv_snprintf(one, sizeof(one), no > from ? "%s%u-%u" : "%s%u", lines[0] ? ", " : "", from, no) == 0 &&
+        if (rv_snprintf(one, sizeof(one), no > from ? "%s%u-%u" : "%s%u", lines[0] ? ", " : "", from, no) >= 0 &&
             strlen(lines) + strlen(one) < sizeof(lines))
             strcat(lines, one);
     }
