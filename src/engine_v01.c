@@ -32,18 +32,17 @@ enum { CREATED = 1, NOEOL = 2 };
 struct line {
     const char *s;
     size_t n;        /* without the '\n' */
-    size_t start, next;
 };
 
+/* The line at *p, and *p moved past it; false at the end. */
 static bool next_line(const char *t, size_t len, size_t *p, struct line *l)
 {
     if (*p >= len)
         return false;
     const char *nl = memchr(t + *p, '\n', len - *p);
     l->s = t + *p;
-    l->start = *p;
     l->n = nl ? (size_t)(nl - l->s) : len - *p;
-    l->next = *p = *p + l->n + (nl ? 1 : 0);
+    *p += l->n + (nl ? 1 : 0);
     return true;
 }
 
@@ -132,6 +131,12 @@ static void pieces_free(struct pieces *ps)
 
 enum mark { NONE, BEGIN, END, ADDED, WAS };
 
+static bool today_end(const struct line *l)
+{
+    return l->n == strlen(RV_MARK_END) + CHECK_HEX && begins(l, RV_MARK_END) &&
+           hex_at(l->s + strlen(RV_MARK_END));
+}
+
 /* A marker line as configure writes it now (with a check) in 0.1's form,
  * allocated; *mark NONE (and NULL) if l is no marker line. */
 static char *v01_form(const struct line *l, enum mark *mark, int *flag)
@@ -152,7 +157,7 @@ static char *v01_form(const struct line *l, enum mark *mark, int *flag)
         *mark = BEGIN;
         return asprintf(&out, V01_BEGIN "%s", flags[*flag]) < 0 ? NULL : out;
     }
-    if (l->n == strlen(RV_MARK_END) + CHECK_HEX && begins(l, RV_MARK_END) && hex_at(l->s + strlen(RV_MARK_END))) {
+    if (today_end(l)) {
         *mark = END;
         return strdup(V01_END);
     }
@@ -178,8 +183,8 @@ static int v01_pieces(const char *out, size_t len, const char *backup, size_t bl
 {
     struct line l;
     struct rv_error ignored;
-    enum mark mark, m2;
-    int flag, f2;
+    enum mark mark;
+    int flag = 0;
 
     for (size_t p = 0; next_line(out, len, &p, &l);) {
         if (has_line(backup, blen, &l))
@@ -190,10 +195,10 @@ static int v01_pieces(const char *out, size_t len, const char *backup, size_t bl
         if (!text)
             return -1;
         /* the block: its lines up to its end marker */
-        for (m2 = NONE; mark == BEGIN && m2 != END && next_line(out, len, &p, &l);) {
-            cleanup_free char *end = v01_form(&l, &m2, &f2);
-            if (rv_strcatf(&text, &ignored, "\n%.*s", m2 == END ? (int)strlen(V01_END) : (int)l.n,
-                           m2 == END ? V01_END : l.s) < 0)
+        for (bool end = false; mark == BEGIN && !end && next_line(out, len, &p, &l);) {
+            end = today_end(&l);
+            if (rv_strcatf(&text, &ignored, "\n%.*s", end ? (int)strlen(V01_END) : (int)l.n,
+                           end ? V01_END : l.s) < 0)
                 return -1;
         }
         if (mark == BEGIN && rv_strcatf(&text, &ignored, "\n") < 0)
@@ -323,7 +328,6 @@ int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, c
 {
     char exe[4096] = "", detail[256];
     struct rv_error ignored;
-
     cleanup_free char *now = NULL;
     size_t nlen;
     bool had, made;
@@ -346,9 +350,8 @@ int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, c
         if (!paths[i] || !*paths[i] || (i == 1 && strcmp(paths[i], exe) == 0))
             continue;
         for (int k = 0; k < 4; k++) { /* with --set-as-default first; containerd version 2, 3 */
-            struct rv_engine_opts r = { .runtime_path = paths[i], .hook_path = o->hook_path,
-                                        .set_default = k < 2, .containerd_version = 2 + k % 2,
-                                        .slurm_version = 2302 };
+            struct rv_engine_opts r = { .runtime_path = paths[i], .set_default = k < 2,
+                                        .containerd_version = 2 + k % 2, .slurm_version = 2302 };
             struct rv_edit_result res = { 0 };
             struct pieces ps = { 0 };
             int got = 0;
