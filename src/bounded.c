@@ -1,8 +1,10 @@
-/* bounded.c - run a function in a memory-sharing child with a deadline. */
+/* bounded.c - run a function in a memory-sharing child with a deadline; a
+ * child that cannot be killed is left behind, never waited for. */
 #define _GNU_SOURCE
 #include "resview/bounded.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,13 +20,33 @@
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 
 #define CHILD_STACK (256u << 10)
+/* After SIGKILL: a child in a killable wait is gone within microseconds; one
+ * still there after this long waits for a FUSE reply that may never come. */
+#define KILL_GRACE_MS 200
+#define STUCK_MAX 64
 
 struct trampoline {
     int (*fn)(void *);
     void *arg;
+    int devnull;
 };
+
+/* Children left behind, still to be reaped; with the key they were working on. */
+static struct stuck {
+    unsigned long long key;
+    pid_t pid;
+    int pidfd;              /* -1 without pidfds */
+    long since_ms;
+} stuck[STUCK_MAX];
+static unsigned n_stuck;
 
 void *rv_shared_alloc(size_t size)
 {
@@ -45,11 +67,47 @@ static bool fork_only(void)
     return (pre && strstr(pre, "vgpreload")) || getenv("RESVIEW_BOUNDED_FORK");
 }
 
+/* The child holds no descriptor of ours: a child stuck for good must not keep
+ * a lock (repair.lock), a pipe (the hook's stdout and stderr, which runc reads
+ * to their end) or anything else open. Its own table is a copy (no
+ * CLONE_FILES); 0-2 become /dev/null. No allocation here (shared heap). */
+static void drop_fds(int devnull)
+{
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+    }
+    if (syscall(SYS_close_range, devnull >= 0 ? 3u : 0u, ~0u, 0) < 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = devnull >= 0 ? 3 : 0; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+            close((int)fd);
+    }
+}
+
 static int child_main(void *p)
 {
     struct trampoline *t = p;
-    int r = t->fn(t->arg);
+    int r;
+
+    drop_fds(t->devnull);
+    r = t->fn(t->arg);
     return r < 0 ? 255 : r & 0xff;
+}
+
+/* errnum for the caller to test, a message without its strerror() */
+static int fail_as(struct rv_error *err, int errnum, const char *fmt, ...) RV_PRINTF(3, 4);
+static int fail_as(struct rv_error *err, int errnum, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    err->errnum = errnum;
+    return -1;
 }
 
 static long now_ms(void)
@@ -59,56 +117,104 @@ static long now_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static int reap(pid_t pid, int *status, struct rv_error *err)
+static int status_of(int ws)
+{
+    if (WIFEXITED(ws))
+        return WEXITSTATUS(ws);
+    return 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+}
+
+/* Reap pid if it has ended: 1 (and *status), 0 if still there, -1 on error. */
+static int try_reap(pid_t pid, int *status)
 {
     int ws;
     pid_t r;
 
     do
-        r = waitpid(pid, &ws, __WALL);
+        r = waitpid(pid, &ws, __WALL | WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r < 0)
-        return rv_fail(err, errno, "wait for child %d", (int)pid);
-    if (WIFEXITED(ws))
-        *status = WEXITSTATUS(ws);
-    else
-        *status = 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
-    return 0;
+        return -1;
+    if (r == 0)
+        return 0;
+    if (status)
+        *status = status_of(ws);
+    return 1;
 }
 
-/* Wait for pid to end by polling waitpid (kernels without CLONE_PIDFD). */
-static int wait_polling(pid_t pid, int timeout_ms, int *status, struct rv_error *err)
+/* Wait up to ms for pid to end (pidfd readable, or polling waitpid). */
+static int wait_end(pid_t pid, int pidfd, int ms, int *status)
 {
-    long deadline = now_ms() + timeout_ms;
+    long deadline = now_ms() + ms;
     struct timespec nap = { 0, 100 * 1000 };
-    int ws;
 
     for (;;) {
-        pid_t r = waitpid(pid, &ws, __WALL | WNOHANG);
-        if (r == pid) {
-            *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+        long left = deadline - now_ms();
+        int r = try_reap(pid, status);
+        if (r != 0)
+            return r;
+        if (left <= 0)
             return 0;
+        if (pidfd >= 0) {
+            struct pollfd p = { .fd = pidfd, .events = POLLIN };
+            if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+                return -1;
+        } else {
+            nanosleep(&nap, NULL);
         }
-        if (r < 0 && errno != EINTR)
-            return rv_fail(err, errno, "wait for child %d", (int)pid);
-        if (now_ms() >= deadline) {
-            kill(pid, SIGKILL);
-            reap(pid, status, NULL);
-            return rv_fail(err, ETIMEDOUT, "gave up after %d ms", timeout_ms);
-        }
-        nanosleep(&nap, NULL);
     }
 }
 
-int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
-                   struct rv_error *err)
+/* Reap children left behind earlier that have ended since. */
+static void reap_stuck(void)
 {
-    struct trampoline t = { fn, arg };
-    const int base = CLONE_VM | CLONE_FILES | SIGCHLD;
+    for (unsigned i = 0; i < n_stuck;) {
+        if (try_reap(stuck[i].pid, NULL) != 0) {
+            if (stuck[i].pidfd >= 0)
+                close(stuck[i].pidfd);
+            stuck[i] = stuck[--n_stuck];
+        } else {
+            i++;
+        }
+    }
+}
+
+unsigned rv_bounded_stuck(void)
+{
+    reap_stuck();
+    return n_stuck;
+}
+
+static void leave_behind(unsigned long long key, pid_t pid, int pidfd)
+{
+    if (n_stuck == STUCK_MAX) {
+        /* not tracked: reaped by init after we exit */
+        if (pidfd >= 0)
+            close(pidfd);
+        return;
+    }
+    stuck[n_stuck++] = (struct stuck){ key, pid, pidfd, now_ms() };
+}
+
+int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
+                       int *status, struct rv_error *err)
+{
+    static int devnull = -2;
+    struct trampoline t = { fn, arg, -1 };
+    const int base = CLONE_VM | SIGCHLD;    /* no CLONE_FILES, no CLONE_FS */
     void *stack;
     int pidfd = -1, r;
     pid_t pid;
 
+    reap_stuck();
+    for (unsigned i = 0; key && i < n_stuck; i++)
+        if (stuck[i].key == key)
+            return fail_as(err, EBUSY, "an earlier attempt has been stuck for %ld s "
+                           "(a FUSE request that is never answered)",
+                           (now_ms() - stuck[i].since_ms) / 1000);
+    if (devnull == -2)
+        devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    t.devnull = devnull;
     stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED)
@@ -151,28 +257,36 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
         munmap(stack, CHILD_STACK);
         return r;
     }
-    if (pidfd < 0) {
-        r = wait_polling(pid, timeout_ms, status, err);
-    } else {
-        struct pollfd p = { .fd = pidfd, .events = POLLIN };
-        long deadline = now_ms() + timeout_ms, left;
-        int n;
-        for (;;) {
-            left = deadline - now_ms();
-            n = poll(&p, 1, left > 0 ? (int)left : 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            break;
-        }
-        if (n == 0) {
+    r = wait_end(pid, pidfd, timeout_ms, status);
+    if (r < 0) {
+        r = rv_fail(err, errno, "wait for child %d", (int)pid);
+    } else if (r == 0) {
+        if (pidfd >= 0)
             syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-            reap(pid, status, NULL);
-            r = rv_fail(err, ETIMEDOUT, "gave up after %d ms", timeout_ms);
-        } else {
-            r = reap(pid, status, err);
+        else
+            kill(pid, SIGKILL);
+        if (wait_end(pid, pidfd, KILL_GRACE_MS, status) == 0) {
+            /* Unkillable: it waits for a FUSE request its daemon has read
+             * and does not answer. Waiting would hang us with it: leave it.
+             * It holds none of our descriptors; it will never run user code
+             * again (SIGKILL is pending), but the kernel may still finish the
+             * request into its stack: that stays mapped. */
+            leave_behind(key, pid, move_fd(pidfd));
+            return fail_as(err, ETIMEDOUT, "gave up after %d ms; the child is stuck in an "
+                           "uninterruptible wait (left behind)", timeout_ms);
         }
-        close(pidfd);
+        r = fail_as(err, ETIMEDOUT, "gave up after %d ms", timeout_ms);
+    } else {
+        r = 0;
     }
+    if (pidfd >= 0)
+        close(pidfd);
     munmap(stack, CHILD_STACK);
     return r;
+}
+
+int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
+                   struct rv_error *err)
+{
+    return rv_run_bounded_key(0, fn, arg, timeout_ms, status, err);
 }

@@ -12,8 +12,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: resview repair [--all] [--wait SECONDS] [ID...]\n"
                "  Put live LXCFS views back into running containers (after LXCFS died,\n"
                "  restarted or started late). Without IDs: every container resview\n"
-               "  recorded; --all: also every other mount namespace on the host with\n"
-               "  stale LXCFS views. Records of containers that are gone are dropped.\n"
+               "  recorded, those of users' enroot jobs too; --all: also every other\n"
+               "  mount namespace on the host with stale LXCFS views. Records of\n"
+               "  containers that are gone are dropped.\n"
                "  --wait: give LXCFS that long to answer first (lxcfs.service ExecStartPost).\n");
 }
 
@@ -61,8 +62,10 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
         return 1;
     }
     printf("scanned %u, repaired %u, failed %u (healthy %u, dropped %u records of exited "
-           "containers%s",
-           st.scanned, st.repaired, st.failed, st.healthy, st.dropped, o.all ? ", " : ")\n");
+           "containers", st.scanned, st.repaired, st.failed, st.healthy, st.dropped);
+    if (st.refused)
+        printf(", refused %u records of users", st.refused);
+    printf("%s", o.all ? ", " : ")\n");
     if (o.all)
         printf("%u mount namespaces read)\n", st.namespaces);
     return st.failed ? 1 : 0;

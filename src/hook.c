@@ -103,6 +103,8 @@ json_t *rv_views_record(const struct rv_inject *req, const char *status, const c
     json_object_set_new(rec, "wanted", wanted);
     json_object_set_new(rec, "mounted", mounted);
     json_object_set_new(rec, "skipped", skipped);
+    if (req->want_mntns)
+        json_object_set_new(rec, "mntns", json_integer((json_int_t)req->want_mntns));
     if (why && *why)
         json_object_set_new(rec, "why", json_string(why));
     return rec;
@@ -144,7 +146,14 @@ static int hook_child(void *arg)
 {
     struct hook_job *job = arg;
     struct rv_inject *req = &job->req;
+    struct stat rs;
 
+    /* The rootfs's identity, for a later repair even if LXCFS hangs below
+     * (here: the rootfs may be on FUSE too, e.g. enroot's fuse-overlayfs). */
+    if (stat(req->rootfs, &rs) == 0) {
+        req->root_dev = rs.st_dev;
+        req->root_ino = rs.st_ino;
+    }
     rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
     if (!job->lx.live)
         return 0;
@@ -152,14 +161,31 @@ static int hook_child(void *arg)
     return rv_inject_run(req) < 0 ? 1 : 0;
 }
 
+/* Record the views for repair: in containers/<id>/, or, for a hook that runs
+ * as a user (enroot without root: the state directory is root's), in users/
+ * where repair checks the record against the kernel before acting on it. */
 static void record(const struct rv_config *cfg, const char *id, const struct rv_inject *req,
                    const char *status, const char *why)
 {
-    struct rv_error err;
+    struct rv_error err, uerr;
     cleanup_json json_t *rec = rv_views_record(req, status, why);
+    char name[64];
 
-    if (!rec || rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) < 0)
-        rv_log(RV_WARN, "record the views: %s", rec ? err.msg : "out of memory");
+    if (!rec) {
+        rv_log(RV_WARN, "record the views: out of memory");
+        return;
+    }
+    if (rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) == 0)
+        return;
+    if ((err.errnum != EACCES && err.errnum != EPERM) || !req->want_mntns) {
+        rv_log(RV_WARN, "record the views: %s", err.msg);
+        return;
+    }
+    if (rv_state_user_write(cfg, rec, name, sizeof(name), &uerr) < 0)
+        rv_log(RV_WARN, "record the views for `resview repair`: %s; as a user: %s", err.msg,
+               uerr.msg);
+    else
+        rv_log(RV_DEBUG, "views recorded as %s/users/%s", cfg->state_dir, name);
 }
 
 /* After the bounded child: log, record, and the exit code. */
@@ -183,13 +209,6 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
             rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
             return 0;
-        }
-    }
-    if (!job->req.root_ino) {
-        struct stat rs;
-        if (stat(job->req.rootfs, &rs) == 0) {
-            job->req.root_dev = rs.st_dev;
-            job->req.root_ino = rs.st_ino;
         }
     }
     if (!job->lx.live) {
@@ -351,6 +370,16 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     }
     job->req.pid = (pid_t)pid;
     job->req.replace_foreign = true;
+    /* The container is its mount namespace: under pyxis the process enroot
+     * names (`sh -c 'kill -STOP $$'`) ends as soon as the job's tasks have
+     * joined it; repair finds the namespace through them. */
+    {
+        char ns[64];
+        struct stat st;
+        snprintf(ns, sizeof(ns), "/proc/%u/ns/mnt", (unsigned)pid);
+        if (stat(ns, &st) == 0)
+            job->req.want_mntns = st.st_ino;
+    }
     if (!realpath(rootfs, job->req.rootfs) ||
         rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
         rv_log(RV_ERROR, "--enroot: rootfs `%s`: %s", rootfs, strerror(errno));
@@ -395,6 +424,7 @@ int rv_hook_main(int argc, char **argv)
         rv_config_defaults(&cfg);
     }
     rv_log_init("hook", &cfg);
+    rv_log_stderr_fallback();
     rv_log_config_warnings(&cfg);
     if (argc > 1 && strcmp(argv[1], "--enroot") == 0)
         return with_shared_job(&cfg, hook_enroot_job, NULL);

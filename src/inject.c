@@ -6,10 +6,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -150,8 +152,16 @@ static int open_root(struct rv_inject *req, int piddir)
         return -1;
     }
     req->root_how = "process root";
-    if (!req->rootfs[0])
+    if (!req->rootfs[0]) {
+        if (req->root_ino && (fstat(proot, &have) < 0 || have.st_dev != req->root_dev ||
+                              have.st_ino != req->root_ino)) {
+            req->refused = true;
+            snprintf(req->error, sizeof(req->error), "the root of process %d is not the "
+                     "recorded one", (int)req->pid);
+            return -1;
+        }
         return move_fd(proot);
+    }
     /* the root recorded at the first injection (after pivot_root) */
     if (req->root_ino && fstat(proot, &have) == 0 && have.st_dev == req->root_dev &&
         have.st_ino == req->root_ino)
@@ -182,6 +192,41 @@ static int open_root(struct rv_inject *req, int piddir)
              "rootfs `%s` is neither the root of process %d nor visible in its mount namespace",
              req->rootfs, (int)req->pid);
     return -1;
+}
+
+/* The namespace is the recorded one (want_mntns), and a user's (check_owner):
+ * owned by a user namespace that uid created, not by ours. */
+static int check_namespace(struct rv_inject *req, int nsfd)
+{
+    struct stat ns, own, self;
+    cleanup_close int userns = -1;
+    uid_t owner;
+
+    if (req->want_mntns && (fstat(nsfd, &ns) < 0 || ns.st_ino != req->want_mntns)) {
+        req->gone = true;
+        snprintf(req->error, sizeof(req->error), "process %d left mount namespace %llu",
+                 (int)req->pid, (unsigned long long)req->want_mntns);
+        return -1;
+    }
+    if (!req->check_owner)
+        return 0;
+    userns = ioctl(nsfd, NS_GET_USERNS);
+    if (userns < 0 || ioctl(userns, NS_GET_OWNER_UID, &owner) < 0 || fstat(userns, &own) < 0 ||
+        stat("/proc/self/ns/user", &self) < 0) {
+        req->refused = true;
+        snprintf(req->error, sizeof(req->error), "owner of the mount namespace of %d: %s",
+                 (int)req->pid, strerror(errno));
+        return -1;
+    }
+    if (own.st_ino == self.st_ino || owner != req->owner) {
+        req->refused = true;
+        snprintf(req->error, sizeof(req->error), "the mount namespace of %d is not one uid %u "
+                 "made (%s)", (int)req->pid, (unsigned)req->owner,
+                 own.st_ino == self.st_ino ? "it belongs to the host's user namespace"
+                                           : "another user's");
+        return -1;
+    }
+    return 0;
 }
 
 /* umount2() takes a path: reach the mount through our /proc/self/fd. */
@@ -360,7 +405,7 @@ int rv_inject_run(struct rv_inject *req)
     struct src_dirs dirs = { .n = 0 };
     int r = 0;
 
-    req->gone = false;
+    req->gone = req->refused = false;
     req->error[0] = '\0';
     req->n_mounted = req->n_present = req->n_skipped = req->n_failed = req->n_detached = 0;
     for (unsigned i = 0; i < req->n; i++)
@@ -385,6 +430,8 @@ int rv_inject_run(struct rv_inject *req)
                  (int)req->pid, req->lxcfs_root, strerror(errno));
         return -1;
     }
+    if (check_namespace(req, nsfd) < 0)
+        return -1;
     rootfd = open_root(req, piddir);
     if (rootfd < 0)
         return -1;
@@ -475,16 +522,19 @@ int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err)
     if (!shared)
         return rv_fail(err, errno, "pid %d: shared memory", (int)req->pid);
     *shared = *req;
-    r = rv_run_bounded(inject_child, shared, timeout_ms, &status, &e);
+    r = rv_run_bounded_key(req->key, inject_child, shared, timeout_ms, &status, &e);
     *req = *shared;
     rv_shared_free(shared, sizeof(*shared));
     if (r < 0) {
-        /* killed half-way: what it did is unknown, count every view as failed */
-        if (e.errnum == ETIMEDOUT) {
+        /* killed half-way, or not tried: count every view as failed */
+        if (e.errnum == ETIMEDOUT || e.errnum == EBUSY) {
             req->n_failed = req->n;
-            snprintf(req->error, sizeof(req->error), "timed out: %s", e.msg);
+            snprintf(req->error, sizeof(req->error), "%s: %s",
+                     e.errnum == EBUSY ? "not tried" : "timed out", e.msg);
         }
-        return rv_fail(err, e.errnum, "pid %d: %s", (int)req->pid, e.msg);
+        rv_fail(err, 0, "pid %d: %s", (int)req->pid, req->error[0] ? req->error : e.msg);
+        err->errnum = e.errnum;
+        return -1;
     }
     if (req->error[0])
         return rv_fail(err, 0, "%s", req->error);

@@ -15,7 +15,8 @@ static struct {
     char id[80];
     const char *runtime_log;
     bool runtime_json;
-} L = { "resview", "", RV_ERROR, "-", NULL, false };
+    bool stderr_fallback;
+} L = { "resview", "", RV_ERROR, "-", NULL, false, false };
 
 void rv_log_init(const char *binary, const struct rv_config *cfg)
 {
@@ -41,16 +42,22 @@ void rv_log_runtime_file(const char *path, bool json)
     L.runtime_json = json;
 }
 
-static void append_line(const char *path, const char *line, size_t len)
+void rv_log_stderr_fallback(void)
+{
+    L.stderr_fallback = true;
+}
+
+static bool append_line(const char *path, const char *line, size_t len)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+    bool ok;
+
     if (fd < 0)
-        return;
+        return false;
     /* one write per line: O_APPEND keeps concurrent writers' lines whole */
-    if (write(fd, line, len) < 0) {
-        /* nowhere left to report it */
-    }
+    ok = write(fd, line, len) == (ssize_t)len;
     close(fd);
+    return ok;
 }
 
 /* --- runc's log format (logrus, as built into runc) -------------------------- */
@@ -267,8 +274,9 @@ void rv_log(enum rv_level level, const char *fmt, ...)
     strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%S", &tm);
     n = snprintf(line, sizeof(line), "%s.%03ldZ %s resview-%s[%d] id=%s: %s\n", tbuf,
                  ts.tv_nsec / 1000000, rv_level_name(level), L.binary, (int)getpid(), L.id, msg);
-    if (n > 0)
-        append_line(L.file, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    if (n > 0 && !append_line(L.file, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) &&
+        L.stderr_fallback && level == RV_WARN)
+        fprintf(stderr, "resview-%s: warning: %s\n", L.binary, msg);
 }
 
 void rv_log_config_warnings(const struct rv_config *cfg)

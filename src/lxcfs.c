@@ -120,14 +120,18 @@ int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
     struct rv_lxcfs *shared = rv_shared_alloc(sizeof(*shared));
     struct probe_call c = { root, shared };
     struct rv_error e;
+    /* keyed by the path: a hung LXCFS holds at most one stuck probe of ours */
+    unsigned long long key = 1469598103934665603ull;   /* FNV-1a */
     int status;
 
     memset(out, 0, sizeof(*out));
     if (!shared)
         return rv_fail(err, errno, "probe LXCFS at `%s`", root);
-    if (rv_run_bounded(probe_child, &c, timeout_ms, &status, &e) < 0) {
+    for (const char *p = root; *p; p++)
+        key = (key ^ (unsigned char)*p) * 1099511628211ull;
+    if (rv_run_bounded_key(key | 1, probe_child, &c, timeout_ms, &status, &e) < 0) {
         rv_shared_free(shared, sizeof(*shared));
-        if (e.errnum != ETIMEDOUT)
+        if (e.errnum != ETIMEDOUT && e.errnum != EBUSY)
             return rv_fail(err, e.errnum, "probe LXCFS at `%s`: %s", root, e.msg);
         snprintf(out->root, sizeof(out->root), "%s", root);
         snprintf(out->why, sizeof(out->why), "LXCFS at `%s` does not answer (hung?): %s", root,

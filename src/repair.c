@@ -59,6 +59,9 @@ struct repair_ctx {
     dev_t keep[RV_KEEP_DEVS_MAX];
     unsigned n_keep;
     int lockfd;
+    struct ns_pid { ino_t ns; pid_t pid; } *ns_map;   /* see ns_map_build() */
+    size_t ns_map_n, ns_map_cap;
+    bool ns_map_built;
 };
 
 static bool offered(const struct rv_lxcfs *lx, const char *rel)
@@ -105,74 +108,288 @@ static void req_init(struct repair_ctx *c, pid_t pid, unsigned long long start)
     snprintf(c->req.lxcfs_root, sizeof(c->req.lxcfs_root), "%s", c->cfg->lxcfs_root);
 }
 
-static int repair_record(const char *id, void *arg)
+/* Mount namespace inode -> a process in it, for every process (built once,
+ * only when a record's own process is gone). Reads nothing but /proc. */
+static void ns_map_build(struct repair_ctx *c)
 {
-    struct repair_ctx *c = arg;
-    struct rv_error err;
-    cleanup_json json_t *rec = NULL;
-    cleanup_json json_t *upd = NULL;
-    json_t *wanted, *w;
-    json_int_t pid, start;
-    const char *rootfs;
-    size_t i;
-    int r;
+    DIR *d;
+    struct dirent *de;
 
-    if (rv_state_read(c->cfg, id, RV_VIEWS_FILE, &rec, &err) < 0) {
-        if (errno == ENOENT && c->o->n_ids == 0)
-            return 0;   /* a record of the shim only (views off): not ours */
-        c->st->failed++;
-        fprintf(c->out, "failed   %s: %s\n", id, err.msg);
-        return 0;
-    }
-    pid = json_integer_value(json_object_get(rec, "pid"));
-    start = json_integer_value(json_object_get(rec, "start_time"));
-    rootfs = json_string_value(json_object_get(rec, "rootfs"));
-    wanted = json_object_get(rec, "wanted");
-    if (pid <= 0 || pid > INT32_MAX || start <= 0 || !rootfs || !json_is_array(wanted)) {
-        c->st->failed++;
-        fprintf(c->out, "failed   %s: malformed record\n", id);
-        return 0;
-    }
-    req_init(c, (pid_t)pid, (unsigned long long)start);
-    if (rv_snprintf(c->req.rootfs, sizeof(c->req.rootfs), "%s", rootfs) < 0) {
-        c->st->failed++;
-        fprintf(c->out, "failed   %s: rootfs path too long\n", id);
-        return 0;
-    }
-    {
-        const char *rid = json_string_value(json_object_get(rec, "root_id"));
-        unsigned maj, min;
-        unsigned long long ino;
-        if (rid && sscanf(rid, "%u:%u:%llu", &maj, &min, &ino) == 3) {
-            c->req.root_dev = makedev(maj, min);
-            c->req.root_ino = (ino_t)ino;
+    if (c->ns_map_built)
+        return;
+    c->ns_map_built = true;
+    d = opendir("/proc");
+    while (d && (de = readdir(d))) {
+        uint64_t pid;
+        struct stat st;
+        char path[64];
+        if (rv_parse_u64(de->d_name, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+            continue;
+        snprintf(path, sizeof(path), "%s/ns/mnt", de->d_name);
+        if (fstatat(dirfd(d), path, &st, 0) < 0)
+            continue;
+        if (c->ns_map_n == c->ns_map_cap) {
+            size_t cap = c->ns_map_cap ? c->ns_map_cap * 2 : 256;
+            struct ns_pid *p = realloc(c->ns_map, cap * sizeof(*p));
+            if (!p)
+                break;
+            c->ns_map = p;
+            c->ns_map_cap = cap;
         }
+        c->ns_map[c->ns_map_n++] = (struct ns_pid){ st.st_ino, (pid_t)pid };
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Whether pid's root directory is dev:ino. AT_STATX_DONT_SYNC: the root
+ * may be on a FUSE file system the tenant runs (enroot's fuse-overlayfs); no
+ * request goes to it. */
+static bool root_is(pid_t pid, dev_t dev, ino_t ino)
+{
+    char path[64];
+    struct statx sx;
+
+    snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+    return statx(AT_FDCWD, path, AT_STATX_DONT_SYNC, STATX_INO, &sx) == 0 && sx.stx_ino == ino &&
+           makedev(sx.stx_dev_major, sx.stx_dev_minor) == dev;
+}
+
+enum { LOCATED, NOT_YET, GONE };
+
+/* A live process of the recorded container, whose identity is its mount
+ * namespace and its root: the recorded process if it is still there, else
+ * any process in the namespace with the recorded root (an enroot container
+ * under pyxis outlives the process enroot named: the job's tasks joined its
+ * namespaces). The root matters: namespace inodes are reused once a
+ * namespace is gone. NOT_YET: the recorded process, before its pivot_root. */
+static int locate(struct repair_ctx *c, ino_t ns)
+{
+    unsigned long long start;
+    char path[64];
+    int piddir;
+
+    if (c->req.pid > 0 && ns_inode(c->req.pid) == ns) {
+        snprintf(path, sizeof(path), "/proc/%d", (int)c->req.pid);
+        piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (piddir >= 0 && rv_pid_start_time(piddir, &start) == 0 &&
+            start == c->req.start_time) {
+            close(piddir);
+            return !c->req.root_ino || root_is(c->req.pid, c->req.root_dev, c->req.root_ino)
+                       ? LOCATED : NOT_YET;
+        }
+        if (piddir >= 0)
+            close(piddir);
+    }
+    if (!c->req.root_ino)
+        return GONE;
+    ns_map_build(c);
+    for (size_t i = 0; i < c->ns_map_n; i++) {
+        if (c->ns_map[i].ns != ns || !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d", (int)c->ns_map[i].pid);
+        piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (piddir < 0)
+            continue;
+        if (rv_pid_start_time(piddir, &start) == 0) {
+            close(piddir);
+            c->req.pid = c->ns_map[i].pid;
+            c->req.start_time = start;   /* checked again by the injector */
+            return LOCATED;
+        }
+        close(piddir);
+    }
+    return GONE;
+}
+
+/* The request from a views record; false if it is malformed. */
+static bool req_from_record(struct repair_ctx *c, json_t *rec, bool with_rootfs)
+{
+    json_int_t pid = json_integer_value(json_object_get(rec, "pid"));
+    json_int_t start = json_integer_value(json_object_get(rec, "start_time"));
+    json_int_t mntns = json_integer_value(json_object_get(rec, "mntns"));
+    const char *rootfs = json_string_value(json_object_get(rec, "rootfs"));
+    const char *rid = json_string_value(json_object_get(rec, "root_id"));
+    json_t *wanted = json_object_get(rec, "wanted"), *w;
+    unsigned maj, min;
+    unsigned long long ino;
+    size_t i;
+
+    if (pid <= 0 || pid > INT32_MAX || start <= 0 || mntns < 0 || !json_is_array(wanted) ||
+        (with_rootfs && !rootfs))
+        return false;
+    req_init(c, (pid_t)pid, (unsigned long long)start);
+    c->req.want_mntns = (ino_t)mntns;
+    if (with_rootfs && rv_snprintf(c->req.rootfs, sizeof(c->req.rootfs), "%s", rootfs) < 0)
+        return false;
+    if (rid && sscanf(rid, "%u:%u:%llu", &maj, &min, &ino) == 3) {
+        c->req.root_dev = makedev(maj, min);
+        c->req.root_ino = (ino_t)ino;
     }
     json_array_foreach(wanted, i, w) {
         const char *rel = json_string_value(w);
         if (rel && rv_lxcfs_is_candidate(rel) && offered(&c->lx, rel))
             rv_inject_add(&c->req, rel, rel);
     }
-    seen_add(&c->seen, ns_inode((pid_t)pid));
-    r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, &err);
-    if (c->req.gone) {
-        struct rv_error e2;
-        c->st->dropped++;
-        if (rv_state_remove(c->cfg, id, &e2) < 0)
-            rv_log(RV_WARN, "drop the record of %s: %s", id, e2.msg);
-        else
-            rv_log(RV_INFO, "dropped the record of %s: process %d is gone", id, (int)pid);
-        fprintf(c->out, "dropped  %s: process %d is gone\n", id, (int)pid);
+    return true;
+}
+
+/* Locate and inject c->req: LOCATED (done and reported, unless refused),
+ * NOT_YET (nothing done), GONE. */
+static int attach(struct repair_ctx *c, const char *what, struct rv_error *err, int *r)
+{
+    if (c->req.want_mntns) {
+        int where = locate(c, c->req.want_mntns);
+        if (where != LOCATED)
+            return where;
+    }
+    c->req.key = c->req.want_mntns ? c->req.want_mntns : ns_inode(c->req.pid);
+    *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);
+    if (!c->req.refused)
+        seen_add(&c->seen, c->req.key);   /* --all need not look at it again */
+    if (c->req.gone)
+        return GONE;
+    if (!c->req.refused) {
+        c->st->scanned++;
+        report(c, what, *r, err);
+    }
+    return LOCATED;
+}
+
+/* A record without views (the shim's variables only: LXCFS off for the
+ * container, or a create the runtime refused): gone once the runtime's own
+ * state of the container is gone (<runtime_root>/<id>, recorded by the
+ * shim). Younger records are left alone: their create may not have reached
+ * the runtime yet. A record of neither kind (a shim killed while writing) is
+ * gone as well. */
+static void env_only(struct repair_ctx *c, const char *id)
+{
+    cleanup_json json_t *env = NULL;
+    struct rv_state_ref ref = { -1, 0 };
+    struct rv_error err;
+    struct stat rec, rt;
+    const char *root = NULL;
+    char path[PATH_MAX];
+    int removed;
+
+    if (rv_state_stat(c->cfg, id, "env", &rec) == 0) {
+        if (rv_state_read_ref(c->cfg, id, "env", &env, &ref, &err) < 0)
+            return;
+        root = json_string_value(json_object_get(env, "runtime_root"));
+        if (!root || rv_snprintf(path, sizeof(path), "%s/%s", root, id) < 0 ||
+            lstat(path, &rt) == 0 || errno != ENOENT ||
+            time(NULL) - rec.st_mtime < RV_RECORD_GRACE_S) {
+            rv_state_ref_close(&ref);
+            return;   /* there, too young, or no way to tell */
+        }
+        removed = rv_state_remove_if(c->cfg, id, &ref, "env", &err);
+        rv_state_ref_close(&ref);
+    } else if (rv_state_stat(c->cfg, id, ".", &rec) == 0 &&
+               time(NULL) - rec.st_mtime >= RV_RECORD_GRACE_S) {
+        removed = rv_state_remove_if(c->cfg, id, NULL, NULL, &err);
+    } else {
+        return;
+    }
+    if (removed < 0)
+        rv_log(RV_WARN, "drop the record of %s: %s", id, err.msg);
+    if (removed != 1)
+        return;
+    c->st->dropped++;
+    rv_log(RV_INFO, "dropped the record of %s: no such container", id);
+    fprintf(c->out, "dropped  %s: no such container%s%s\n", id, root ? " in " : "",
+            root ? root : "");
+}
+
+static int repair_record(const char *id, void *arg)
+{
+    struct repair_ctx *c = arg;
+    struct rv_error err;
+    struct rv_state_ref ref;
+    cleanup_json json_t *rec = NULL;
+    cleanup_json json_t *upd = NULL;
+    int r = 0;
+
+    if (rv_state_read_ref(c->cfg, id, RV_VIEWS_FILE, &rec, &ref, &err) < 0) {
+        if (errno == ENOENT) {
+            env_only(c, id);
+            if (c->o->n_ids == 0 || rv_state_exists(c->cfg, id))
+                return 0;
+        }
+        c->st->failed++;
+        fprintf(c->out, "failed   %s: %s\n", id, err.msg);
         return 0;
     }
-    c->st->scanned++;
-    report(c, id, r, &err);
-    /* keep wanted as recorded (views LXCFS does not offer today may come later) */
+    if (!req_from_record(c, rec, true)) {
+        c->st->failed++;
+        fprintf(c->out, "failed   %s: malformed record\n", id);
+        rv_state_ref_close(&ref);
+        return 0;
+    }
+    switch (attach(c, id, &err, &r)) {
+    case NOT_YET:
+        rv_state_ref_close(&ref);
+        return 0;
+    case GONE: {
+        /* a record written meanwhile (a new container, same id) stays */
+        struct rv_error e2;
+        int removed = rv_state_remove_if(c->cfg, id, &ref, RV_VIEWS_FILE, &e2);
+        if (removed < 0)
+            rv_log(RV_WARN, "drop the record of %s: %s", id, e2.msg);
+        if (removed == 1) {
+            c->st->dropped++;
+            rv_log(RV_INFO, "dropped the record of %s: its container is gone", id);
+            fprintf(c->out, "dropped  %s: process %d is gone\n", id, (int)c->req.pid);
+        }
+        rv_state_ref_close(&ref);
+        return 0;
+    }
+    }
+    /* Write back what is there now, unless the record changed meanwhile
+     * (deleted, or a new container under the same id). Keep wanted as
+     * recorded: views LXCFS does not offer today may come later. */
     upd = rv_views_record(&c->req, r < 0 || c->req.n_failed ? "failed" : "ok", NULL);
     if (upd) {
-        json_object_set(upd, "wanted", wanted);
-        if (rv_state_write(c->cfg, id, RV_VIEWS_FILE, upd, &err) < 0)
+        json_object_set(upd, "wanted", json_object_get(rec, "wanted"));
+        if (rv_state_replace(&ref, RV_VIEWS_FILE, upd, &err) < 0)
             rv_log(RV_WARN, "update the record of %s: %s", id, err.msg);
+    }
+    rv_state_ref_close(&ref);
+    return 0;
+}
+
+/* A record a user's hook left in users/ (enroot run by that user). Nothing in
+ * it is trusted: the injector checks that the namespace is one the file's
+ * owner made, and that the process's root is the recorded rootfs; the host
+ * path of the rootfs is not used. Returns 1 to have the file removed. */
+static int repair_user_record(const char *name, uid_t uid, json_t *rec, void *arg)
+{
+    struct repair_ctx *c = arg;
+    struct rv_error err;
+    char what[160];
+    int r = 0;
+
+    snprintf(what, sizeof(what), "user %u's container (record %s)", (unsigned)uid, name);
+    if (!rec || !req_from_record(c, rec, false) || !c->req.want_mntns || !c->req.root_ino) {
+        c->st->refused++;
+        fprintf(c->out, "refused  %s: not a record\n", what);
+        return 1;
+    }
+    c->req.check_owner = true;
+    c->req.owner = uid;
+    switch (attach(c, what, &err, &r)) {
+    case NOT_YET:
+        return 0;
+    case GONE:
+        c->st->dropped++;
+        fprintf(c->out, "dropped  %s: gone\n", what);
+        return 1;
+    }
+    if (c->req.refused) {
+        c->st->refused++;
+        rv_log(RV_WARN, "repair: refused the record %s of user %u: %s", name, (unsigned)uid,
+               c->req.error);
+        fprintf(c->out, "refused  %s: %s\n", what, c->req.error);
+        return 1;
     }
     return 0;
 }
@@ -209,7 +426,7 @@ static bool is_keep(const struct repair_ctx *c, dev_t d)
 }
 
 /* One namespace, through one of its processes: stale LXCFS views -> fresh. */
-static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir)
+static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir, ino_t ns)
 {
     struct libmnt_table *tb = NULL;
     struct libmnt_iter *it = NULL;
@@ -230,6 +447,7 @@ static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir)
     }
     c->st->namespaces++;
     req_init(c, pid, start);
+    c->req.key = ns;
     tb = mnt_new_table();
     it = mnt_new_iter(MNT_ITER_FORWARD);
     if (tb && it && mnt_table_parse_stream(tb, f, "mountinfo") == 0)
@@ -279,7 +497,7 @@ static void scan_all(struct repair_ctx *c)
         if (piddir < 0)
             continue;
         if (fstatat(piddir, "ns/mnt", &st, 0) == 0 && seen_add(&c->seen, st.st_ino))
-            scan_namespace(c, (pid_t)pid, piddir);
+            scan_namespace(c, (pid_t)pid, piddir, st.st_ino);
         close(piddir);
     }
     closedir(d);
@@ -293,6 +511,13 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     memset(st, 0, sizeof(*st));
     if (!c)
         return rv_fail(err, ENOMEM, "repair");
+    /* where hooks running as users record their containers (gone after a
+     * reboot with /run: every repair and watch makes it again) */
+    {
+        struct rv_error e2;
+        if (rv_state_users_prepare(cfg, &e2) < 0)
+            rv_log(RV_WARN, "repair: %s", e2.msg);
+    }
     c->lockfd = -1;
     c->cfg = cfg;
     c->o = o;
@@ -315,7 +540,7 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         char lock[PATH_MAX];
         struct rv_error e2;
         if (rv_snprintf(lock, sizeof(lock), "%s/repair.lock", cfg->state_dir) >= 0 &&
-            rv_mkdir_p(cfg->state_dir, 0700, &e2) == 0) {
+            rv_mkdir_p(cfg->state_dir, 0711, &e2) == 0) {
             c->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
             if (c->lockfd >= 0)
                 while (flock(c->lockfd, LOCK_EX) < 0 && errno == EINTR)
@@ -332,12 +557,16 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
             repair_record(o->ids[i], c);
         }
     } else {
+        struct rv_error e2;
         rv_state_foreach(cfg, repair_record, c);
+        if (rv_state_users_foreach(cfg, repair_user_record, c, &e2) < 0)
+            rv_log(RV_WARN, "repair: users' records: %s", e2.msg);
     }
     if (o->all)
         scan_all(c);
     if (c->lockfd >= 0)
         close(c->lockfd);   /* releases the lock */
     free(c->seen.ino);
+    free(c->ns_map);
     return 0;
 }

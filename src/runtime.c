@@ -7,16 +7,60 @@
 #include "resview/shim.h"
 #include "resview/state.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
-/* delete: the container goes away, and so do its records (the variables for
- * exec sessions, the views for repair). The one place delete is handled. */
-static void forget(const struct rv_config *cfg, const struct rv_args *a)
+static volatile sig_atomic_t delete_child;
+static void forward(int sig)
 {
-    struct rv_error err;
+    if (delete_child > 0)
+        kill(delete_child, sig);
+}
 
-    if (a->id && rv_safe_name(a->id) && rv_state_remove(cfg, a->id, &err) < 0)
+/* `delete` of a container with records (the one place delete is handled):
+ * the records (variables for exec
+ * sessions, views for repair) must outlive a delete the runtime refuses
+ * (without --force, a running container). So the runtime runs as our child
+ * here, and the records go once it succeeded. The child returns (and execs
+ * the next runtime as usual); this process ends with the runtime's status,
+ * and never returns. */
+static void delete_then_forget(const struct rv_config *cfg, const char *id)
+{
+    static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
+    struct sigaction sa;
+    struct rv_error err;
+    pid_t pid;
+    int ws;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        rv_log(RV_WARN, "delete: fork: %s; the records are left for `resview repair`",
+               strerror(errno));
+        return;   /* exec the runtime ourselves */
+    }
+    if (pid == 0)
+        return;
+    delete_child = pid;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = forward;
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+    while (waitpid(pid, &ws, 0) < 0)
+        if (errno != EINTR)
+            _exit(1);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && rv_state_remove(cfg, id, &err) < 0)
         rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    if (WIFSIGNALED(ws)) {
+        signal(WTERMSIG(ws), SIG_DFL);
+        raise(WTERMSIG(ws));
+        _exit(128 + WTERMSIG(ws));
+    }
+    _exit(WEXITSTATUS(ws));
 }
 
 /* Every subcommand but create, run, exec and delete is passed through: args,
@@ -64,7 +108,7 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     }
     if (rv_args_edits_bundle(&a)) {
         rv_host_defaults(&host);
-        if (rv_shim_create(&cfg, &host, &a, &err) < 0) {
+        if (rv_shim_create(&cfg, &host, &a, next, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);
             return 1;
         }
@@ -74,12 +118,12 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);
-    } else if (a.sub && strcmp(a.sub, "delete") == 0) {
-        forget(&cfg, &a);
     }
     if (rv_chain_mark(next, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }
+    if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_state_exists(&cfg, a.id))
+        delete_then_forget(&cfg, a.id);
     return 0;
 }

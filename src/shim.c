@@ -30,8 +30,32 @@ static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
     return pairs;
 }
 
+/* Where next keeps the state of its containers (runc and crun: <root>/<id>,
+ * removed when the container is deleted or its create fails): its --root,
+ * else runc's or crun's default for root; NULL when unknown. Lets repair tell
+ * that a record without views belongs to no container. */
+static const char *runtime_root(const struct rv_args *a, const char *next, char *buf, size_t size)
+{
+    const char *base = strrchr(next, '/') ? strrchr(next, '/') + 1 : next;
+
+    if (a->root) {
+        char cwd[PATH_MAX];
+        if (a->root[0] == '/')
+            return a->root;
+        return getcwd(cwd, sizeof(cwd)) && rv_snprintf(buf, size, "%s/%s", cwd, a->root) >= 0
+                   ? buf : NULL;
+    }
+    if (geteuid() != 0)
+        return NULL;
+    if (strcmp(base, "runc") == 0 || strcmp(base, "nvidia-container-runtime") == 0)
+        return "/run/runc";
+    if (strcmp(base, "crun") == 0)
+        return "/run/crun";
+    return NULL;
+}
+
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
-                   const struct rv_args *a, struct rv_error *err)
+                   const struct rv_args *a, const char *next, struct rv_error *err)
 {
     char file[PATH_MAX];
     const char *other = NULL;
@@ -72,10 +96,15 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                res.limits.cpus_why, mem, res.limits.gpus, changed ? "" : " (spec unchanged)");
     }
     if (res.env_on && a->id && rv_safe_name(a->id)) {
-        cleanup_json json_t *pairs = injected_pairs(&res.plan, rv_json_path(spec.root, "process.env"));
+        char buf[PATH_MAX];
+        const char *root = runtime_root(a, next, buf, sizeof(buf));
+        cleanup_json json_t *rec = json_pack("{s:o}", "env",
+                                             injected_pairs(&res.plan, rv_json_path(spec.root, "process.env")));
         struct rv_error e2;
-        if (pairs && rv_state_write(cfg, a->id, "env", pairs, &e2) < 0)
-            rv_log(RV_WARN, "record variables for exec sessions: %s", e2.msg);
+        if (rec && root)
+            json_object_set_new(rec, "runtime_root", json_string(root));
+        if (!rec || rv_state_write(cfg, a->id, "env", rec, &e2) < 0)
+            rv_log(RV_WARN, "record variables for exec sessions: %s", rec ? e2.msg : "out of memory");
     }
     r = 0;
 out:
@@ -85,7 +114,8 @@ out:
 
 int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err)
 {
-    cleanup_json json_t *pairs = NULL, *proc = NULL;
+    cleanup_json json_t *rec = NULL, *proc = NULL;
+    json_t *pairs;
     cleanup_free char *text = NULL, *out = NULL, *dup = NULL;
     cleanup_close int dfd = -1;
     struct stat st;
@@ -95,8 +125,10 @@ int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv
 
     if (!a->process || !a->id)
         return 0;
-    if (rv_state_read(cfg, a->id, "env", &pairs, err) < 0)
+    if (rv_state_read(cfg, a->id, "env", &rec, err) < 0)
         return errno == ENOENT ? 0 : -1;
+    /* {"env": [...], ...}; a bare array from resview 0.1.0 */
+    pairs = json_is_object(rec) ? json_object_get(rec, "env") : rec;
     if (!json_is_array(pairs))
         return rv_fail(err, 0, "record of container variables: expected an array");
     dup = strdup(a->process);

@@ -1,4 +1,4 @@
-/* state.c - per-container record directories. */
+/* state.c - per-container record directories, and records of users' hooks. */
 #define _GNU_SOURCE
 #include "resview/state.h"
 
@@ -7,8 +7,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 
 #define RECORD_MAX (1u << 20)
+#define USER_RECORDS_PER_UID 256
 
 static int record_dir(const struct rv_config *cfg, const char *id, char *out, size_t size,
                       struct rv_error *err)
@@ -20,6 +23,61 @@ static int record_dir(const struct rv_config *cfg, const char *id, char *out, si
     return 0;
 }
 
+/* state_dir (0711: users reach users/ through it) and containers/ (0700) */
+static int make_parents(const struct rv_config *cfg, struct rv_error *err)
+{
+    char dir[PATH_MAX];
+
+    if (rv_mkdir_p(cfg->state_dir, 0711, err) < 0)
+        return -1;
+    if (rv_snprintf(dir, sizeof(dir), "%s/containers", cfg->state_dir) < 0)
+        return rv_fail(err, ENAMETOOLONG, "state directory");
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return rv_fail(err, errno, "mkdir `%s`", dir);
+    return 0;
+}
+
+/* The record directory of id, opened and locked (flock, exclusive): every
+ * writer and remover holds it, so that a remover never deletes a file that a
+ * replace-if-unchanged (rv_state_replace) is about to check, and the other
+ * way round. A directory removed while we waited for its lock is created
+ * again (create) or reported as missing (ENOENT). */
+static int open_locked(const struct rv_config *cfg, const char *id, bool create, char *dir,
+                       size_t size, struct rv_error *err)
+{
+    if (record_dir(cfg, id, dir, size, err) < 0)
+        return -1;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        struct stat st;
+        int fd;
+
+        if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+            if (errno != ENOENT)
+                return rv_fail(err, errno, "mkdir `%s`", dir);
+            if (make_parents(cfg, err) < 0)
+                return -1;
+            if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return rv_fail(err, errno, "mkdir `%s`", dir);
+        }
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            return rv_fail(err, errno, "open `%s`", dir);
+        while (flock(fd, LOCK_EX) < 0) {
+            if (errno != EINTR) {
+                int e = errno;
+                close(fd);
+                return rv_fail(err, e, "lock `%s`", dir);
+            }
+        }
+        if (fstat(fd, &st) == 0 && st.st_nlink > 0)
+            return fd;
+        close(fd);             /* removed meanwhile */
+        if (!create)
+            return rv_fail(err, ENOENT, "open `%s`", dir);
+    }
+    return rv_fail(err, EAGAIN, "`%s` keeps being removed", dir);
+}
+
 int rv_state_write(const struct rv_config *cfg, const char *id, const char *file,
                    const json_t *doc, struct rv_error *err)
 {
@@ -28,24 +86,32 @@ int rv_state_write(const struct rv_config *cfg, const char *id, const char *file
     cleanup_close int dfd = -1;
     size_t len;
 
-    if (record_dir(cfg, id, dir, sizeof(dir), err) < 0 || rv_mkdir_p(dir, 0700, err) < 0)
-        return -1;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (dfd < 0)
-        return rv_fail(err, errno, "open `%s`", dir);
     if (rv_json_dump(doc, &text, &len, err) < 0)
+        return -1;
+    dfd = open_locked(cfg, id, true, dir, sizeof(dir), err);
+    if (dfd < 0)
         return -1;
     /* runtime state under /run: gone at reboot anyway, so no fsync */
     return rv_write_atomic_volatile_at(dfd, file, text, len, err);
+}
+
+static int read_at(int dfd, const char *file, json_t **doc, struct stat *st, struct rv_error *err)
+{
+    cleanup_free char *text = NULL;
+    size_t len;
+
+    if (rv_read_file_at(dfd, file, RECORD_MAX, &text, &len, st, err) < 0) {
+        errno = err->errnum;
+        return -1;
+    }
+    return rv_json_parse(text, len, file, doc, err);
 }
 
 int rv_state_read(const struct rv_config *cfg, const char *id, const char *file, json_t **doc,
                   struct rv_error *err)
 {
     char dir[PATH_MAX];
-    cleanup_free char *text = NULL;
     cleanup_close int dfd = -1;
-    size_t len;
 
     if (record_dir(cfg, id, dir, sizeof(dir), err) < 0)
         return -1;
@@ -56,31 +122,165 @@ int rv_state_read(const struct rv_config *cfg, const char *id, const char *file,
         errno = e;
         return -1;
     }
-    if (rv_read_file_at(dfd, file, RECORD_MAX, &text, &len, NULL, err) < 0) {
-        errno = err->errnum;
+    return read_at(dfd, file, doc, NULL, err);
+}
+
+int rv_state_read_ref(const struct rv_config *cfg, const char *id, const char *file,
+                      json_t **doc, struct rv_state_ref *ref, struct rv_error *err)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    ref->dirfd = -1;
+    if (record_dir(cfg, id, dir, sizeof(dir), err) < 0)
+        return -1;
+    ref->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (ref->dirfd < 0) {
+        int e = errno;
+        rv_fail(err, e, "open `%s`", dir);
+        errno = e;
         return -1;
     }
-    return rv_json_parse(text, len, file, doc, err);
+    if (read_at(ref->dirfd, file, doc, &st, err) < 0) {
+        int e = errno;
+        rv_state_ref_close(ref);
+        errno = e;
+        return -1;
+    }
+    ref->ino = st.st_ino;
+    return 0;
+}
+
+int rv_state_replace(const struct rv_state_ref *ref, const char *file, const json_t *doc,
+                     struct rv_error *err)
+{
+    cleanup_free char *text = NULL;
+    struct stat st;
+    size_t len;
+    int r;
+
+    if (rv_json_dump(doc, &text, &len, err) < 0)
+        return -1;
+    while (flock(ref->dirfd, LOCK_EX) < 0)
+        if (errno != EINTR)
+            return rv_fail(err, errno, "lock the record");
+    if (fstat(ref->dirfd, &st) < 0 || st.st_nlink == 0 ||
+        fstatat(ref->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != ref->ino)
+        r = 0;   /* deleted, or a new record under the same id */
+    else
+        r = rv_write_atomic_volatile_at(ref->dirfd, file, text, len, err) < 0 ? -1 : 1;
+    flock(ref->dirfd, LOCK_UN);
+    return r;
+}
+
+void rv_state_ref_close(struct rv_state_ref *ref)
+{
+    if (ref->dirfd >= 0)
+        close(ref->dirfd);
+    ref->dirfd = -1;
+}
+
+/* Remove the record directory dir, open and locked as dfd. */
+static int remove_locked(int dfd, const char *dir, struct rv_error *err)
+{
+    struct stat a, b;
+    DIR *d;
+    struct dirent *de;
+    int fd;
+
+    fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return rv_fail(err, errno, "open `%s`", dir);
+    }
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            unlinkat(dfd, de->d_name, 0);
+    closedir(d);
+    /* the name still ours (it is: removers hold the lock), then remove it */
+    if (fstat(dfd, &a) == 0 && lstat(dir, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino && rmdir(dir) < 0 && errno != ENOENT)
+        return rv_fail(err, errno, "remove `%s`", dir);
+    return 0;
 }
 
 int rv_state_remove(const struct rv_config *cfg, const char *id, struct rv_error *err)
 {
     char dir[PATH_MAX];
-    DIR *d;
-    struct dirent *de;
+    cleanup_close int dfd = open_locked(cfg, id, false, dir, sizeof(dir), err);
 
+    if (dfd < 0)
+        return err->errnum == ENOENT ? 0 : -1;
+    return remove_locked(dfd, dir, err);
+}
+
+/* Whether the directory holds no file (a writer's temporary ones aside). */
+static bool no_files(int dfd)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *de;
+    bool empty = d != NULL;
+
+    if (!d && fd >= 0)
+        close(fd);
+    while (d && empty && (de = readdir(d)))
+        empty = de->d_name[0] == '.';
+    if (d)
+        closedir(d);
+    return empty;
+}
+
+int rv_state_remove_if(const struct rv_config *cfg, const char *id,
+                       const struct rv_state_ref *ref, const char *file, struct rv_error *err)
+{
+    char dir[PATH_MAX];
+    cleanup_close int own = -1;
+    struct stat st;
+    int dfd, r;
+
+    if (!ref) {
+        own = open_locked(cfg, id, false, dir, sizeof(dir), err);
+        if (own < 0)
+            return err->errnum == ENOENT ? 0 : -1;
+        return no_files(own) ? (remove_locked(own, dir, err) < 0 ? -1 : 1) : 0;
+    }
     if (record_dir(cfg, id, dir, sizeof(dir), err) < 0)
         return -1;
-    d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : rv_fail(err, errno, "open `%s`", dir);
-    while ((de = readdir(d)))
-        if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
-            unlinkat(dirfd(d), de->d_name, 0);
-    closedir(d);
-    if (rmdir(dir) < 0 && errno != ENOENT)
-        return rv_fail(err, errno, "remove `%s`", dir);
-    return 0;
+    dfd = ref->dirfd;
+    while (flock(dfd, LOCK_EX) < 0)
+        if (errno != EINTR)
+            return rv_fail(err, errno, "lock `%s`", dir);
+    if (fstat(dfd, &st) < 0 || st.st_nlink == 0 ||
+        fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != ref->ino)
+        r = 0;
+    else
+        r = remove_locked(dfd, dir, err) < 0 ? -1 : 1;
+    flock(dfd, LOCK_UN);
+    return r;
+}
+
+bool rv_state_exists(const struct rv_config *cfg, const char *id)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    return record_dir(cfg, id, dir, sizeof(dir), NULL) == 0 && lstat(dir, &st) == 0 &&
+           S_ISDIR(st.st_mode);
+}
+
+int rv_state_stat(const struct rv_config *cfg, const char *id, const char *file, struct stat *st)
+{
+    char path[PATH_MAX];
+
+    if (!rv_safe_name(id) ||
+        rv_snprintf(path, sizeof(path), "%s/containers/%s/%s", cfg->state_dir, id, file) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return lstat(path, st);
 }
 
 int rv_state_foreach(const struct rv_config *cfg, int (*fn)(const char *id, void *arg), void *arg)
@@ -95,9 +295,160 @@ int rv_state_foreach(const struct rv_config *cfg, int (*fn)(const char *id, void
     d = opendir(dir);
     if (!d)
         return 0;
+    /* every id runc accepts is a valid file name; ".x" ones too */
     while (r == 0 && (de = readdir(d)))
-        if (de->d_name[0] != '.' && rv_safe_name(de->d_name))
+        if (rv_safe_name(de->d_name))
             r = fn(de->d_name, arg);
     closedir(d);
     return r;
+}
+
+static int users_dir(const struct rv_config *cfg, char *out, size_t size, struct rv_error *err)
+{
+    if (rv_snprintf(out, size, "%s/users", cfg->state_dir) < 0)
+        return rv_fail(err, ENAMETOOLONG, "state directory");
+    return 0;
+}
+
+/* users/ as resview made it: a root-owned sticky directory. */
+static bool users_dir_ok(const struct stat *st)
+{
+    return S_ISDIR(st->st_mode) && st->st_uid == 0 && (st->st_mode & 07777) == 01733;
+}
+
+int rv_state_users_prepare(const struct rv_config *cfg, struct rv_error *err)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+
+    if (users_dir(cfg, dir, sizeof(dir), err) < 0 || rv_mkdir_p(cfg->state_dir, 0711, err) < 0)
+        return -1;
+    /* an older state_dir may be 0700 */
+    if (stat(cfg->state_dir, &st) == 0 && st.st_uid == 0 && (st.st_mode & 0011) != 0011 &&
+        chmod(cfg->state_dir, (st.st_mode & 07777) | 0011) < 0)
+        return rv_fail(err, errno, "chmod `%s`", cfg->state_dir);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return rv_fail(err, errno, "mkdir `%s`", dir);
+    if (lstat(dir, &st) < 0)
+        return rv_fail(err, errno, "`%s`", dir);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+        return rv_fail(err, 0, "`%s` is not a directory of root's", dir);
+    /* 1733 whatever the umask: everyone may add, nobody may list or remove another's */
+    if ((st.st_mode & 07777) != 01733 && chmod(dir, 01733) < 0)
+        return rv_fail(err, errno, "chmod `%s`", dir);
+    return 0;
+}
+
+int rv_state_user_write(const struct rv_config *cfg, const json_t *doc, char *name, size_t size,
+                        struct rv_error *err)
+{
+    char dir[PATH_MAX], file[64];
+    cleanup_free char *text = NULL;
+    cleanup_close int dfd = -1;
+    unsigned long long rnd;
+    struct stat st;
+    size_t len;
+
+    if (users_dir(cfg, dir, sizeof(dir), err) < 0 || rv_json_dump(doc, &text, &len, err) < 0)
+        return -1;
+    if (len > RV_USER_RECORD_MAX)
+        return rv_fail(err, EFBIG, "record larger than %u bytes", RV_USER_RECORD_MAX);
+    /* O_PATH: users may write and search users/, not read it */
+    dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0)
+        return rv_fail(err, errno, "open `%s`%s", dir,
+                       errno == ENOENT ? " (root creates it: `resview repair` or `resview watch`)" : "");
+    /* root's sticky directory (in a user namespace root shows as another
+     * uid: not ours is what can be checked) */
+    if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 07777) != 01733 ||
+        st.st_uid == geteuid())
+        return rv_fail(err, 0, "`%s` is not root's sticky directory (mode 1733)", dir);
+    /* unguessable: another user cannot take the name first */
+    if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return rv_fail(err, errno, "random name");
+    /* the owner is the file's (a uid inside a user namespace would mislead) */
+    snprintf(file, sizeof(file), "enroot-%016llx", rnd);
+    if (rv_write_atomic_volatile_at(dfd, file, text, len, err) < 0)
+        return rv_wrap(err, "`%s`", dir);
+    if (name)
+        snprintf(name, size, "%s", file);
+    return 0;
+}
+
+struct uid_count {
+    uid_t uid;
+    unsigned n;
+};
+
+/* Count one more record of uid; false past the per-user limit. */
+static bool within_limit(struct uid_count **tab, size_t *n, uid_t uid)
+{
+    struct uid_count *p;
+
+    for (size_t i = 0; i < *n; i++)
+        if ((*tab)[i].uid == uid)
+            return ++(*tab)[i].n <= USER_RECORDS_PER_UID;
+    p = realloc(*tab, (*n + 1) * sizeof(**tab));
+    if (!p)
+        return false;
+    *tab = p;
+    p[(*n)++] = (struct uid_count){ uid, 1 };
+    return true;
+}
+
+int rv_state_users_foreach(const struct rv_config *cfg,
+                           int (*fn)(const char *name, uid_t uid, json_t *doc, void *arg),
+                           void *arg, struct rv_error *err)
+{
+    char dir[PATH_MAX];
+    cleanup_free struct uid_count *counts = NULL;
+    size_t n_counts = 0;
+    struct stat st;
+    struct dirent *de;
+    DIR *d;
+    int dfd;
+
+    if (users_dir(cfg, dir, sizeof(dir), err) < 0)
+        return -1;
+    d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : rv_fail(err, errno, "open `%s`", dir);
+    dfd = dirfd(d);
+    if (fstat(dfd, &st) < 0 || !users_dir_ok(&st)) {
+        closedir(d);
+        return rv_fail(err, 0, "`%s` is not root's sticky directory (mode 1733)", dir);
+    }
+    while ((de = readdir(d))) {
+        cleanup_close int fd = -1;
+        cleanup_free char *text = NULL;
+        json_t *doc = NULL;
+        bool drop = true;
+        ssize_t got;
+
+        /* dot names: a writer's file before its rename */
+        if (de->d_name[0] == '.')
+            continue;
+        fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid != 0 &&
+            st.st_size <= (off_t)RV_USER_RECORD_MAX) {
+            if (!within_limit(&counts, &n_counts, st.st_uid))
+                continue;     /* past the per-user limit: not looked at this time */
+            text = malloc((size_t)st.st_size + 1);
+            got = text ? read(fd, text, (size_t)st.st_size) : -1;
+            if (got >= 0) {
+                struct rv_error perr;
+                text[got] = '\0';
+                if (rv_json_parse(text, (size_t)got, de->d_name, &doc, &perr) < 0)
+                    doc = NULL;
+                drop = fn(de->d_name, st.st_uid, doc, arg) == 1;
+                json_decref(doc);
+            }
+        }
+        /* symlinks, FIFOs, directories, root's or oversized files: not
+         * records; and records fn is done with */
+        if (drop && unlinkat(dfd, de->d_name, 0) < 0 && errno == EISDIR)
+            unlinkat(dfd, de->d_name, AT_REMOVEDIR);
+    }
+    closedir(d);
+    return 0;
 }

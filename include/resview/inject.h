@@ -11,7 +11,8 @@
  * the container's namespace (works before pivot_root, where host paths are
  * still visible). Nothing runs inside the container; all of it happens in a
  * child of ours with a deadline (bounded.h), so the caller's namespace is
- * never changed. */
+ * never changed and a target on a FUSE mount that never answers cannot hang
+ * the caller. */
 #ifndef RESVIEW_INJECT_H
 #define RESVIEW_INJECT_H
 
@@ -44,7 +45,8 @@ struct rv_inject {
     /* in */
     pid_t pid;
     unsigned long long start_time;   /* expected; 0 = do not check (filled in) */
-    char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root */
+    char rootfs[PATH_MAX];           /* host path of the rootfs; "" = the process's root
+                                        (which must then be root_dev/root_ino if set) */
     dev_t root_dev;                  /* its device and inode as first seen (0: unknown), */
     ino_t root_ino;                  /* to recognise it when the host path is gone */
     char lxcfs_root[PATH_MAX];
@@ -53,10 +55,20 @@ struct rv_inject {
     dev_t keep_devs[RV_KEEP_DEVS_MAX];   /* never detach these (other live LXCFS) */
     unsigned n_keep;
     bool legacy_bind;                /* use the bind fallback even if open_tree works */
+    unsigned long long key;          /* rv_inject(): its bounded key (the namespace's
+                                        inode), 0 = none (see bounded.h) */
+    /* A record from a user's hook names a container; nothing in it is
+     * trusted: the process must be in this mount namespace (0: any), the
+     * namespace owned by a user namespace of this uid (not ours), and the
+     * process's root the recorded one (root_dev/root_ino, with rootfs ""). */
+    ino_t want_mntns;
+    bool check_owner;
+    uid_t owner;
     unsigned n;
     struct rv_view views[RV_VIEWS_MAX];
     /* out */
     bool gone;                       /* the process is gone (or the pid was reused) */
+    bool refused;                    /* not the container the record names (error says why) */
     const char *root_how;            /* "process root" (after pivot_root) or
                                         "rootfs path" (before it) */
     char error[RV_ERRMSG_MAX];       /* a failure of the whole request */
@@ -70,7 +82,9 @@ int rv_inject_add(struct rv_inject *req, const char *src, const char *dst);
  * every view ended MOUNTED, PRESENT or SKIPPED. */
 int rv_inject_run(struct rv_inject *req);
 /* rv_inject_run() in a bounded child. -1 (err) when the request as a whole
- * failed or timed out; per-view outcomes are in req either way. */
+ * failed, timed out (errnum ETIMEDOUT), or was not tried because an earlier
+ * child for the same key is still stuck (EBUSY); per-view outcomes are in req
+ * either way. */
 int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err);
 const char *rv_view_state_name(enum rv_view_state s);
 

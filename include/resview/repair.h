@@ -9,6 +9,8 @@
 #include "resview/config.h"
 
 #define RV_REPAIR_TIMEOUT_MS 2000   /* per container */
+#define RV_RECORD_GRACE_S 60         /* a record without views younger than this may
+                                        belong to a create in progress */
 
 struct rv_repair_opts {
     bool all;                 /* also scan every mount namespace for stale views */
@@ -23,6 +25,7 @@ struct rv_repair_stats {
     unsigned healthy;         /* nothing to do */
     unsigned failed;
     unsigned dropped;         /* records of containers that are gone */
+    unsigned refused;         /* users' records that name no container of theirs */
     unsigned namespaces;      /* mount namespaces read in the --all scan */
 };
 

@@ -6,9 +6,10 @@
 #include "resview/config.h"
 #include "resview/limits.h"
 
-/* create/run: edit the bundle and record the injected variables. */
+/* create/run: edit the bundle and record the injected variables, and where
+ * next (the runtime that will run the container) keeps its state. */
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
-                   const struct rv_args *a, struct rv_error *err);
+                   const struct rv_args *a, const char *next, struct rv_error *err);
 /* exec --process FILE: add the recorded variables the process does not set. */
 int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err);
 

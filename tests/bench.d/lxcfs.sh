@@ -2,9 +2,10 @@
 # LXCFS views: the hook alone (wall time per run: as the shim's entry runs it,
 # with root.path handed over; reading config.json, as from a hooks.d file;
 # interleaved with an opted-out run that only pays exec + config + spec; peak
-# RSS), and `resview repair` of
-# 100 running containers whose views went stale when LXCFS was killed and
-# restarted. Medians; no thresholds.
+# RSS); `resview repair` of 100 running containers (half runc, half enroot
+# jobs of a user) whose views went stale when LXCFS was killed and restarted;
+# `delete` with records (fork + wait) beside one without. Medians; no
+# thresholds.
 source "$(dirname "$0")/../lib/common.sh"
 ROUNDS=${ROUNDS:-50}
 N=${REPAIR_CONTAINERS:-100}
@@ -88,12 +89,21 @@ print("%-30s %.3f ms" % ("views (handed over) over opted out", m[0] - m[2]))
 print("%-30s %.3f ms" % ("reading config.json", m[1] - m[0]))
 PY
 
-# 2. repair of N containers with stale views.
+# 2. repair of N containers with stale views: half runc containers (root's
+#    records), half enroot jobs of a user started as pyxis does (records in
+#    users/, checked against the kernel; the process enroot named has exited,
+#    so each is found through its mount namespace).
 rm -rf "$STATE/containers"
+chmod 711 "$T" && chmod 644 "$T/config.json"
+RESVIEW_CONFIG=$T/config.json "$CLI" repair >/dev/null 2>&1   # makes users/
+NU=$(( N / 2 )); NR=$(( N - NU ))
+JOB_UID=$((200000 + RANDOM % 50000))
 echo
-echo "== resview repair: $N running containers (runc), views stale after kill -9 + restart of LXCFS"
-for i in $(seq 1 "$N"); do start_bg "rb$i-$$" || { echo "bench: start rb$i failed: $(cat "$T/create-rb$i-$$.err")"; exit 1; }; done
-t_cleanup "for k in \$(seq 1 $N); do runc --root $T/runc-root delete -f rb\$k-$$; done"
+echo "== resview repair: $N running containers, $NR runc + $NU enroot jobs of a user (pyxis), views stale after kill -9 + restart of LXCFS"
+for i in $(seq 1 "$NR"); do start_bg "rb$i-$$" || { echo "bench: start rb$i failed: $(cat "$T/create-rb$i-$$.err")"; exit 1; }; done
+t_cleanup "for k in \$(seq 1 $NR); do runc --root $T/runc-root delete -f rb\$k-$$; done"
+for i in $(seq 1 "$NU"); do enroot_job "ej$i" "$JOB_UID" || exit 1; done
+[ "$(ls "$STATE/users" | wc -l)" = "$NU" ] || { echo "bench: $NU users' records expected, found $(ls "$STATE/users" | wc -l)"; exit 1; }
 runs=()
 for round in 1 2 3; do
     kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
@@ -108,3 +118,42 @@ median=$(printf '%s\n' "${runs[@]}" | sort -n | sed -n 2p)
 t0=$(date +%s%N); RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/repair.out" 2>&1; t1=$(date +%s%N)
 echo "repair of $N stale containers: median ${median} ms total ($(( median * 1000 / N )) us per container)"
 echo "repair with nothing to do ($N healthy): $(( (t1 - t0) / 1000000 )) ms"
+
+# 3. delete of a container with records: the runtime runs as the shim's
+#    child and the records go once it succeeded (fork + wait + removal),
+#    beside a delete without records (the shim execs the runtime). Next
+#    runtime: a static no-op; interleaved; medians.
+printf 'int main(void) { return 0; }\n' >"$T/noop.c"
+gcc -static -O2 -o "$T/noop" "$T/noop.c" || exit 1
+jq --arg n "$T/noop" '.runtimes = [$n]' "$T/config.json" >"$T/cfg-noop.json"
+SHIM_B=$BUILD/static/resview-runtime
+[ -x "$SHIM_B" ] || SHIM_B=$BUILD/resview-runtime
+echo
+echo "== resview-runtime delete ($(basename "$(dirname "$SHIM_B")")), next runtime a no-op, $((ROUNDS * 4)) rounds, interleaved"
+/usr/bin/python3 - "$((ROUNDS * 4))" "$SHIM_B" "$T/cfg-noop.json" "$STATE" <<'PY'
+import os, random, statistics, subprocess, sys, time
+rounds, shim, cfg, state = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+env = {"RESVIEW_CONFIG": cfg}
+times = {"with records (fork, wait, remove)": [], "without records (exec)": []}
+for i in range(rounds + 10):
+    order = list(times); random.shuffle(order)
+    for arm in order:
+        cid = "del-%d" % i
+        if arm.startswith("with"):
+            d = os.path.join(state, "containers", cid)
+            os.makedirs(d, exist_ok=True)
+            for f in ("env", "views"):
+                with open(os.path.join(d, f), "w") as fh:
+                    fh.write('{"env": ["GOMAXPROCS=1"]}')
+        t0 = time.perf_counter_ns()
+        r = subprocess.run([shim, "delete", cid], env=env)
+        dt = time.perf_counter_ns() - t0
+        if r.returncode != 0 or os.path.exists(os.path.join(state, "containers", cid)):
+            sys.exit("bench: delete %s failed" % cid)
+        if i >= 10:
+            times[arm].append(dt / 1e6)
+for arm, v in times.items():
+    print("%-36s median %.3f ms" % (arm, statistics.median(v)))
+m = [statistics.median(v) for v in times.values()]
+print("%-36s %+.3f ms" % ("records removed after the delete", m[0] - m[1]))
+PY

@@ -65,7 +65,7 @@ for i in $(seq 1 $N); do
     grep -qE "^MemTotal: +$((m * 1024)) kB" <<<"$mem" || { bad_mem=$((bad_mem + 1)); echo "# $id: $mem"; }
     # its state records: whole, and its own
     d=$T/state/containers/$id
-    jq -e --arg kv "GOMAXPROCS=$c" 'index($kv) != null' "$d/env" >/dev/null 2>&1 ||
+    jq -e --arg kv "GOMAXPROCS=$c" '.env | index($kv) != null' "$d/env" >/dev/null 2>&1 ||
         { bad_rec=$((bad_rec + 1)); echo "# $id: env record: $(head -c 200 "$d/env" 2>&1)"; }
     jq -e --argjson pid "$pid" '.status == "ok" and (.mounted | length) > 0 and .pid == $pid' "$d/views" >/dev/null 2>&1 ||
         { bad_rec=$((bad_rec + 1)); echo "# $id: views record: $(head -c 200 "$d/views" 2>&1)"; }

@@ -24,3 +24,22 @@ views_of() { grep fuse.lxcfs "/proc/$(pid_of "$1")/mountinfo" | awk '$4 != "/" {
 per_target() { views_of "$1" | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' '; }
 # wait_for SECONDS CMD...: until CMD succeeds (not a timing assertion: a bound)
 wait_for() { local n=$(( $1 * 10 )); shift; while [ $n -gt 0 ]; do "$@" && return 0; sleep 0.1; n=$((n - 1)); done; return 1; }
+
+# enroot jobs of a user, started as pyxis and enroot do (tests/lib/pyxis-sim.c):
+# enroot_job NAME UID [HOOK]: sets TASK (a task of the job: as UID, in the
+# container's namespaces) and ENROOT (the process enroot named, gone by now).
+# The job runs under ${JOB_WRAP:-} (e.g. a command that joins its cgroups).
+# $T must be searchable by UID (chmod 711) and the configuration readable.
+enroot_job() {
+    local name=$1 uid=$2 hook=${3:-$TOP/hooks/enroot/50-resview.sh} out
+    [ -x "$T/pyxis-sim" ] || gcc -static -O2 -o "$T/pyxis-sim" "$TOP/tests/lib/pyxis-sim.c" || return 1
+    mkdir -p "$T/$name/run"
+    rv_rootfs "$T/$name/rootfs" >/dev/null
+    chown -R "$uid:$uid" "$T/$name"
+    out=$(${JOB_WRAP:-} env RESVIEW_CONFIG="$T/config.json" RESVIEW_HOOK="$HOOK" \
+        "$T/pyxis-sim" "$uid" "$uid" "$T/$name/rootfs" "$T/$name/run" "$hook" /bin/sleep 3600 2>"$T/$name.err")
+    ENROOT=$(awk '$1 == "enroot" {print $2}' <<<"$out")
+    TASK=$(awk '$1 == "task" {print $2}' <<<"$out")
+    [ -n "$TASK" ] || { echo "# enroot job $name did not start: $(cat "$T/$name.err")"; return 1; }
+    t_cleanup "kill $TASK"
+}

@@ -36,6 +36,16 @@ static int mounts_in(pid_t pid, const char *needle)
 }
 
 static int write_42(void *arg) { *(int *)arg = 42; return 7; }
+/* arg: a descriptor number of the parent's; 1 if the child does not have it */
+static int fd_gone(void *arg) { return fcntl(*(int *)arg, F_GETFD) < 0 && errno == EBADF; }
+/* 1 if the child's stdout and stderr are /dev/null */
+static int stdio_null(void *arg)
+{
+    struct stat a, b, n;
+    (void)arg;
+    return stat("/dev/null", &n) == 0 && fstat(1, &a) == 0 && fstat(2, &b) == 0 &&
+           a.st_rdev == n.st_rdev && b.st_rdev == n.st_rdev && S_ISCHR(a.st_mode);
+}
 static int sleep_long(void *arg) { (void)arg; sleep(30); return 0; }
 
 static void put(const char *path, const char *text)
@@ -82,6 +92,26 @@ static void bounded_tests(const char *how)
     clock_gettime(CLOCK_MONOTONIC, &b);
     ok(b.tv_sec - a.tv_sec < 10, "%s: ... and does not keep us waiting", how);
     ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "%s: nothing left to reap", how);
+    /* The child holds none of our descriptors (a stuck child must not keep a
+     * lock or a pipe open), and ours stay open. */
+    {
+        int p[2], lock = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ok(pipe(p) == 0 && lock >= 0, "%s: a pipe and a file", how);
+        *x = lock;
+        ok(rv_run_bounded(fd_gone, x, 1000, &status, &err) == 0 && status == 1,
+           "%s: the child does not hold our descriptors", how);
+        *x = p[1];
+        ok(rv_run_bounded(fd_gone, x, 1000, &status, &err) == 0 && status == 1,
+           "%s: ... nor a pipe's write end", how);
+        ok(rv_run_bounded(stdio_null, x, 1000, &status, &err) == 0 && status == 1,
+           "%s: its stdout and stderr are /dev/null", how);
+        ok(fcntl(lock, F_GETFD) >= 0 && fcntl(p[1], F_GETFD) >= 0 && fcntl(1, F_GETFD) >= 0,
+           "%s: ours are still open", how);
+        close(p[0]);
+        close(p[1]);
+        close(lock);
+    }
+    ok(rv_bounded_stuck() == 0, "%s: no child left behind", how);
     rv_shared_free(x, sizeof(int));
 }
 

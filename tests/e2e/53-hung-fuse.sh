@@ -1,0 +1,110 @@
+#!/bin/bash
+# FUSE daemons that read a request and never answer it (tests/lib/fuse-hang.c).
+# The caller then waits in D state, and SIGKILL does not end the wait: the
+# kernel waits uninterruptibly for a request the daemon has already read.
+# (A SIGSTOPped daemon reads nothing: its callers stay killable, which is why
+# 22-lxcfs-watch.sh cannot show this.)
+#  1. as LXCFS: container starts must not hang (runc create returns; the hook's
+#     child must not hold the hook's stdout/stderr), nor repair, nor watch;
+#  2. as a tenant's own FUSE mount over one of its views, never answering
+#     STATFS: repair and watch go on for every other container, a killed
+#     repair leaves no lock behind, watch leaves one stuck child per
+#     namespace, not one per sweep.
+# Every `timeout $BOUND` below only detects a hang; nothing asserts how fast.
+source "$(dirname "$0")/../lib/common.sh"
+BOUND=${HANG_BOUND:-120}
+
+export LXCFS_DIR=$T/lxcfs
+rv_config "$T/config.json"
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
+host_mem=$(grep MemTotal /proc/meminfo | awk '{print $2}')
+gcc -static -O2 -o "$T/fuse-hang" "$TOP/tests/lib/fuse-hang.c" || { echo "not ok - build fuse-hang"; exit 1; }
+
+# hang_daemon NAME ARGS...: start fuse-hang in the background, wait for "ready"
+hang_daemon() {
+    local name=$1; shift
+    "$T/fuse-hang" "$@" >"$T/$name.out" 2>&1 &
+    eval "${name}_PID=$!"
+    t_cleanup "kill $!"
+    wait_for 10 grep -q ready "$T/$name.out" || { echo "not ok - $name did not come up"; cat "$T/$name.out"; exit 1; }
+}
+# d_children PID: children of PID waiting in D state
+d_children() { ps -o stat= --ppid "$1" | grep -c '^D'; }
+# fuse_waiting PID: children of PID waiting for a FUSE answer (S until
+# SIGKILL, D after)
+fuse_waiting() { ps -o wchan:32= --ppid "$1" | grep -c request_wait_answer; }
+
+# 1. A hung LXCFS: it answers statfs and open, and reads but never answers READ.
+mkdir -p "$T/hung"
+hang_daemon HUNG --hang read "$T/hung"
+t_cleanup "umount -l $T/hung"
+rv_config "$T/config-hung.json" "{\"lxcfs\": {\"root\": \"$T/hung\"}}"
+rv_bundle "$T/b-h" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+(cd "$T/b-h" && RESVIEW_CONFIG=$T/config-hung.json timeout $BOUND "$RUNTIME" --root "$T/runc-root" create "h-$$" </dev/null >"$T/h.out" 2>&1); rc=$?
+t_eq "hung LXCFS: runc create through the shim returns, exit 0" "$rc" "0"
+t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/h-$$/views")" "lxcfs-down"
+t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
+runc --root "$T/runc-root" start "h-$$"
+t_eq "hung LXCFS: the container runs with the host's values" "$(mem_inside "h-$$")" "$host_mem"
+RESVIEW_CONFIG=$T/config-hung.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?
+t_eq "hung LXCFS: repair returns, exit 1" "$rc" "1"
+t_contains "hung LXCFS: ... saying LXCFS does not answer" "$(cat "$T/out")" "LXCFS is not answering"
+RESVIEW_CONFIG=$T/config-hung.json timeout $BOUND "$CLI" repair --wait 1 >"$T/out" 2>&1; rc=$?
+t_eq "hung LXCFS: repair --wait (the lxcfs.service drop-in) returns, exit 1" "$rc" "1"
+RESVIEW_CONFIG=$T/config-hung.json "$CLI" watch --interval 1 >"$T/watch-h.out" 2>&1 & WH=$!
+t_cleanup "kill $WH"
+# watch probes LXCFS every 100 ms while it is mounted and does not answer:
+# each probe that hangs may leave one child behind, but only one at a time.
+wait_for 30 test "$(d_children $WH)" -ge 1
+sleep 3
+t_eq "hung LXCFS: watch leaves at most one stuck probe behind" "$(d_children $WH)" "1"
+t_ok "hung LXCFS: watch is still running" kill -0 $WH
+kill $WH; wait $WH
+kill "$HUNG_PID"; wait "$HUNG_PID" 2>/dev/null; umount -l "$T/hung"
+runc --root "$T/runc-root" delete -f "h-$$"
+
+# 2. A tenant's FUSE file system over its own /proc/meminfo view that never
+#    answers STATFS (the repair's check of what sits at a target).
+lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
+start_bg evil-$$ && start_bg good-$$ && start_bg good2-$$
+t_eq "tenant: neighbour reads its limit" "$(mem_inside good-$$)" "524288"
+hang_daemon EVIL --file --hang statfs --enter "$(pid_of evil-$$)" /proc/meminfo
+t_eq "tenant: its FUSE mount sits on its /proc/meminfo" "$(grep -c ' /proc/meminfo .* - fuse.fuse-hang ' "/proc/$(pid_of evil-$$)/mountinfo")" "1"
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?
+t_eq "tenant: repair returns, exit 1 (one container failed)" "$rc" "1"
+t_contains "tenant: the neighbours were repaired" "$(cat "$T/out")" "repaired 2, failed 1"
+t_contains "tenant: its container failed, saying why" "$(grep "^failed   evil-$$" "$T/out")" "timed out"
+t_eq "tenant: the neighbour reads its limit again" "$(mem_inside good-$$)" "524288"
+
+# A repair killed while its child is stuck must not keep the repair lock.
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+RESVIEW_CONFIG=$T/config.json "$CLI" repair evil-$$ >/dev/null 2>&1 & RP=$!
+waiting() { test "$(fuse_waiting $RP)" -ge 1; }
+t_ok "tenant: repair's child waits for the tenant's daemon" wait_for 30 waiting
+kill -9 $RP; wait $RP 2>/dev/null
+RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair good-$$ good2-$$ >"$T/out" 2>&1; rc=$?
+t_eq "tenant: after kill -9 of that repair, the next one gets the lock, exit 0" "$rc" "0"
+t_contains "tenant: ... and repairs" "$(cat "$T/out")" "repaired 2, failed 0"
+
+# watch: sweeps every second go on; the namespace that hung is skipped while
+# its child is stuck, so stuck children do not pile up.
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
+t_cleanup "kill $WATCH"
+wait_for 30 test "$(grep -c 'sweep:\|LXCFS answers' "$T/watch.out")" -ge 4
+t_eq "tenant: watch sweeps and keeps one stuck child, not one per sweep" "$(d_children $WATCH)" "1"
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+healed() { [ "$(mem_inside good-$$)" = 524288 ] && [ "$(mem_inside good2-$$)" = 524288 ]; }
+t_ok "tenant: watch still heals the neighbours after another LXCFS restart" wait_for 60 healed
+t_ok "tenant: watch is still running" kill -0 $WATCH
+kill $WATCH; wait $WATCH
+
+# The tenant's daemon gone, the stuck children end.
+kill "$EVIL_PID"; wait "$EVIL_PID" 2>/dev/null
+gone() { ! ps -eo stat=,args= | grep -F -- "$CLI" | grep -q "^D"; }
+t_ok "tenant: its daemon gone, no resview process is left in D state" wait_for 30 gone
+for id in evil-$$ good-$$ good2-$$; do runc --root "$T/runc-root" delete -f "$id"; done
