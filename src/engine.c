@@ -156,7 +156,7 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
     }
     /* The pristine original is kept once; later changes of our own entries
      * do not overwrite it. */
-    if (exists && !o->uninstall) {
+    if (exists && !o->uninstall && !res.no_backup) {
         bool had = false, created = false;
         cleanup_free char *stripped = NULL;
         size_t slen;
@@ -397,6 +397,20 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
                    size_t len, bool exists, const char *backup, size_t backup_len,
                    struct rv_edit_result *res, struct rv_error *err)
 {
+    cleanup_free char *base = NULL;
+    size_t blen;
+    bool created;
+    int r = e->marks_lines ? rv_v01_take_out(e, o, old, len, backup, backup_len, &base, &blen,
+                                             &created, err) : 0;
+
+    if (r < 0)
+        return -1;
+    if (r > 0) { /* what resview 0.1 wrote is taken out: edit the rest as ours */
+        old = base;
+        len = blen;
+        exists = exists && !created;
+        res->no_backup = created;
+    }
     if (e->edit)
         return e->edit(o, old, len, exists, backup, backup_len, res, err);
     return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);

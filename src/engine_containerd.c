@@ -126,4 +126,5 @@ const struct rv_engine rv_engine_containerd = {
     .toml_build = build,
     .toml_verify = verify,
     .toml_status_keys = status_keys,
+    .marks_lines = true,
 };

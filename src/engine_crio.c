@@ -49,4 +49,5 @@ const struct rv_engine rv_engine_crio = {
     .toml_build = build,
     .toml_verify = verify,
     .toml_status_keys = status_keys,
+    .marks_lines = true,
 };

@@ -76,6 +76,24 @@ static bool ours(json_t *entry)
     return json_is_object(entry) && v && strcmp(v, OWNED_VALUE) == 0;
 }
 
+/* resview 0.1 wrote runtimes.resview as {"path": ...} alone, without that key.
+ * Such an entry is taken for 0.1's only when the file as it was before resview
+ * (the backup 0.1 kept) had no runtimes.resview, or, with no backup (0.1
+ * created the file), when the file holds nothing but it and a default-runtime
+ * "resview". */
+static bool v01_entry(json_t *root, json_t *entry, bool has_backup, json_t *pristine)
+{
+    json_t *def = json_object_get(root, "default-runtime");
+
+    if (!json_is_object(entry) || json_object_size(entry) != 1 ||
+        !json_is_string(json_object_get(entry, "path")))
+        return false;
+    if (has_backup)
+        return pristine && !rv_json_path(pristine, "runtimes.resview");
+    return json_object_size(json_object_get(root, "runtimes")) == 1 &&
+           json_object_size(root) == (def ? 2u : 1u) && (!def || strcmp(json_string_value(def), "resview") == 0);
+}
+
 static bool blank(const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -124,7 +142,9 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
         return rv_fail(err, 0, "daemon.json: `default-runtime` is not a string");
 
     entry = runtimes ? json_object_get(runtimes, "resview") : NULL;
-    if (entry && !ours(entry)) {
+    bool v01 = entry && !ours(entry) && v01_entry(root, entry, backup != NULL, pristine);
+    res->no_backup = v01 && !backup;
+    if (entry && !ours(entry) && !v01) {
         if (o->uninstall) {
             /* the operator's entry, and the default-runtime naming it, stay */
             res->text = strndup(old, len);

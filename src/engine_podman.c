@@ -41,4 +41,5 @@ const struct rv_engine rv_engine_podman = {
     .toml_build = build,
     .toml_verify = verify,
     .toml_status_keys = status_keys,
+    .marks_lines = true,
 };

@@ -202,4 +202,5 @@ const struct rv_engine rv_engine_slurm = {
     .reload = "new job steps read it (copy it to every node; scontrol reconfigure)",
     .edit = edit,
     .status = status,
+    .marks_lines = true,
 };

@@ -36,6 +36,7 @@ struct rv_edit_result {
     unsigned mode;             /* mode of a new file (0: 0644) */
     char *restore_backup;      /* uninstall: write these bytes instead (pristine original) */
     size_t restore_len;
+    bool no_backup;            /* the file holds only what resview wrote: no original to keep */
 };
 
 struct rv_toml;
@@ -63,6 +64,9 @@ struct rv_engine {
     /* TOML engines leave status NULL and name the keys (NULL-terminated) whose
      * string value is the program their entry runs. */
     const char *const *toml_status_keys;
+    /* Marks its lines with '#' comments (TOML engines, Slurm): what resview
+     * 0.1 marked there is recognised (rv_v01_take_out). */
+    bool marks_lines;
 };
 
 extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_podman,
@@ -83,6 +87,15 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
 int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
                    size_t len, bool exists, const char *backup, size_t backup_len,
                    struct rv_edit_result *res, struct rv_error *err);
+
+/* What resview 0.1 wrote into text (engine_v01.c: only what configure's edit
+ * of the backup 0.1 kept makes again, each piece found exactly once): *out is
+ * text without it and 1 is returned, *created when 0.1 created the file; 0 if
+ * text holds none of it; -1 when it holds a 0.1 block changed since (err names
+ * the lines to take out by hand). */
+int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, const char *text,
+                    size_t len, const char *backup, size_t blen, char **out, size_t *outlen,
+                    bool *created, struct rv_error *err);
 
 /* Whether text carries the engine's resview entry (1) or not (0), with the
  * entry in a few words (detail) and the program it runs (exe, "" if unknown). */

@@ -56,6 +56,77 @@ cp "$S/daemon-foreign.json" "$T/foreign.json"
 "$CLI" configure --engine=docker --config "$T/foreign.json" --uninstall >/dev/null 2>&1
 t_ok "docker daemon-foreign.json: --uninstall leaves the operator's entry and default-runtime" cmp "$T/foreign.json" "$S/daemon-foreign.json"
 
+# What resview 0.1.0 wrote: tests/samples/v0.1 holds files made by its real
+# binary (generate.sh there; committed because CI's checkout may have no history
+# to build 0.1 from). configure takes 0.1's entries over (its backup kept, twice
+# = once); --uninstall gives back the original byte for byte, or removes a file
+# 0.1 created, also straight from 0.1's file.
+V=$S/v0.1
+mkdir -p "$T/v01/hooks"
+up() { # ENGINE NAME [args]
+    local e=$1 n=$2 f=$T/v01/$2 b=$V/$2.resview-backup; shift 2
+    local c=("$CLI" configure --engine="$e" --config "$f" --hooks-dir "$T/v01/hooks")
+    for direct in 0 1; do
+        rm -f "$f.resview-backup"; cp "$V/$n" "$f"; [ ! -e "$b" ] || cp "$b" "$f.resview-backup"
+        if [ $direct = 0 ]; then
+            t_ok "0.1 $n: configure over it" "${c[@]}" --runtime-path "$RT" --hook-path /opt/resview/bin/resview-hook "$@"
+            t_ok "0.1 $n: none of 0.1's markers left" sh -c "! grep -Eq 'resview-(begin|was):|resview-added\$' '$f'"
+            if [ -e "$b" ]; then t_ok "0.1 $n: 0.1's backup kept" cmp "$f.resview-backup" "$b"
+            else t_ok "0.1 $n: no backup of a file resview created" test ! -e "$f.resview-backup"; fi
+            cp "$f" "$f.once"
+            "${c[@]}" --runtime-path "$RT" --hook-path /opt/resview/bin/resview-hook "$@" >/dev/null 2>&1
+            t_ok "0.1 $n: twice = once" cmp "$f" "$f.once"
+        fi
+        t_ok "0.1 $n: --uninstall$([ $direct = 0 ] || echo " straight from 0.1's file")" "${c[@]}" --uninstall
+        if [ -e "$b" ]; then t_ok "0.1 $n: byte-for-byte the original" cmp "$f" "$b"
+        else t_ok "0.1 $n: the file 0.1 created is removed" test ! -e "$f"; fi
+    done
+}
+up containerd containerd-v2.toml --set-as-default
+up containerd containerd-v3.toml --set-as-default
+up containerd containerd-noeol.toml
+up containerd containerd-debian.toml --set-as-default
+up crio crio.conf --set-as-default
+up podman containers.conf --set-as-default
+up podman containers-empty.conf
+up docker daemon.json --set-as-default
+up slurm oci.conf
+up containerd new-containerd.toml --set-as-default
+up crio new-crio.conf
+up docker new-daemon.json --set-as-default
+up slurm new-oci.conf --slurm-version 23.02
+up enroot new-enroot.sh
+cp "$V/new-hooks.json" "$T/v01/hooks/resview-lxcfs.json"
+"$CLI" configure --engine=podman --config "$T/v01/p.conf" --runtime-path "$RT" --hooks-dir "$T/v01/hooks" \
+    --hook-path /opt/resview/bin/resview-hook >/dev/null 2>&1
+t_ok "0.1's hooks.d file is taken as it is" cmp "$T/v01/hooks/resview-lxcfs.json" "$V/new-hooks.json"
+up podman new-podman.conf --set-as-default
+t_ok "…and removed by --uninstall" test ! -e "$T/v01/hooks/resview-lxcfs.json"
+
+# an operator's look-alike lines next to 0.1's entries stay, both ways
+look='imports = []  # resview-added
+# resview-end
+# a note  # resview-was: x'
+f=$T/v01/look.toml
+{ head -3 "$V/containerd-v2.toml"; echo "$look"; tail -n +4 "$V/containerd-v2.toml"; } >"$f"
+{ head -3 "$V/containerd-v2.toml.resview-backup"; echo "$look"; tail -n +4 "$V/containerd-v2.toml.resview-backup"; } >"$f.want"
+cp "$V/containerd-v2.toml.resview-backup" "$f.resview-backup"
+t_ok "0.1 + look-alikes: configure" "$CLI" configure --engine=containerd --config "$f" --runtime-path "$RT" --set-as-default
+t_eq "0.1 + look-alikes: the operator's lines are kept" "$(sed -n 4,6p "$f")" "$look"
+t_ok "0.1 + look-alikes: --uninstall" "$CLI" configure --engine=containerd --config "$f" --uninstall
+t_ok "0.1 + look-alikes: the original with the operator's lines" cmp "$f" "$f.want"
+
+# 0.1's block changed since: refused both ways, naming the lines, untouched
+f=$T/v01/changed.toml
+sed 's|^SystemdCgroup = true|SystemdCgroup = false|' "$V/containerd-v2.toml" >"$f"
+cp "$V/containerd-v2.toml.resview-backup" "$f.resview-backup"; cp "$f" "$f.keep"
+for u in "" --uninstall; do
+    out=$("$CLI" configure --engine=containerd --config "$f" --runtime-path "$RT" $u 2>&1); rc=$?
+    t_eq "0.1 block changed: configure $u refused (exit 1)" "$rc" "1"
+    t_contains "…naming the lines to take out by hand" "$out" "resview 0.1's entries on lines 16, 55-65 were changed"
+    t_ok "…untouched" cmp "$f" "$f.keep"
+done
+
 # files that did not exist: created, then removed by --uninstall
 for e in containerd docker crio podman slurm enroot; do
     f=$T/new/$e.conf

@@ -86,3 +86,21 @@ t_eq "ready: exit 1 without LXCFS" "$rc" "1"
 t_contains "…binaries intact" "$out" "binaries:   intact"
 t_contains "…LXCFS named" "$out" "lxcfs:      "
 t_contains "…not ready" "$out" "not ready"
+
+# a node that resview 0.1.0 configured (tests/samples/v0.1, its real output;
+# see generate.sh there): the agent takes 0.1's entry over instead of refusing
+# it, and its uninstall gives back the original byte for byte
+V=$TOP/tests/samples/v0.1
+mkdir -p "$T/v01"
+cp "$V/containerd-v2.toml" "$T/v01/config.toml"
+cp "$V/containerd-v2.toml.resview-backup" "$T/v01/config.toml.resview-backup"
+out=$(node configure --restart none --containerd-config "$T/v01/config.toml" 2>&1)
+t_not_contains "0.1's entry: the agent does not refuse it" "$out" "not written by resview"
+t_contains "…it writes its own entry in its place" "$(cat "$T/v01/config.toml")" \
+    "BinaryName = \"$T/opt/current/bin/resview-runtime\""
+t_not_contains "…with none of 0.1's markers left" "$(cat "$T/v01/config.toml")" "resview-begin:"
+node uninstall --restart none --containerd-config "$T/v01/config.toml" >"$T/out" 2>&1
+t_ok "…and uninstall restores the original byte for byte" cmp "$T/v01/config.toml" "$V/containerd-v2.toml.resview-backup"
+cp "$V/containerd-v2.toml" "$T/v01/config.toml"
+node uninstall --restart none --containerd-config "$T/v01/config.toml" >"$T/out" 2>&1
+t_ok "…also straight from 0.1's file" cmp "$T/v01/config.toml" "$V/containerd-v2.toml.resview-backup"

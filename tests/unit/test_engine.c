@@ -180,6 +180,132 @@ static void lookalikes(void)
        "docker: --uninstall leaves the operator's runtimes.resview and default-runtime");
 }
 
+/* What resview 0.1 wrote (tests/samples/v0.1, made by its real binary:
+ * generate.sh there) is taken over by configure, byte for byte removed by
+ * --uninstall, also straight from 0.1's file; a file 0.1 created is removed. */
+static void upgrade(const char *engine, const char *name, bool set_default)
+{
+    char src[512], sbak[512], file[512], bak[512], once[512];
+    struct rv_error err = { 0 };
+    size_t len;
+    struct stat st;
+
+    snprintf(src, sizeof(src), "%s/v0.1/%s", samples, name);
+    snprintf(sbak, sizeof(sbak), "%s%s", src, RV_BACKUP_SUFFIX);
+    snprintf(file, sizeof(file), "%s/%s", dir, name);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    snprintf(once, sizeof(once), "%s.once", file);
+    bool created = access(sbak, F_OK) != 0;
+    for (int direct = 0; direct < 2; direct++) {
+        copy(src, file);
+        unlink(bak);
+        if (!created)
+            copy(sbak, bak);
+        if (!direct) {
+            ok(run(engine, file, set_default, false, &err) == 0, "0.1 %s: configure over it (%s)", name, err.msg);
+            char *t = slurp(file, &len);
+            ok(t && strstr(t, "/opt/resview/bin/resview-runtime") && !strstr(t, "resview-begin:") &&
+               !strstr(t, "resview-was:") && !strstr(t, "# resview-added\n"),
+               "0.1 %s: in today's form, 0.1's markers gone", name);
+            free(t);
+            ok(created ? access(bak, F_OK) != 0 : same_file(bak, sbak), "0.1 %s: %s", name,
+               created ? "no backup of a file resview created" : "0.1's backup is kept");
+            copy(file, once);
+            ok(run(engine, file, set_default, false, &err) == 0 && same_file(file, once),
+               "0.1 %s: twice = once", name);
+        }
+        ok(run(engine, file, set_default, true, &err) == 0, "0.1 %s: uninstall%s (%s)", name,
+           direct ? " straight from 0.1's file" : "", err.msg);
+        ok(created ? stat(file, &st) < 0 : same_file(file, sbak), "0.1 %s: %s%s", name,
+           created ? "the file 0.1 created is removed" : "byte-for-byte the original",
+           direct ? " (straight from 0.1's file)" : "");
+    }
+}
+
+/* Write text with lines inserted before line `at` (1-based) of from. */
+static void insert_lines(const char *from, const char *to, unsigned at, const char *lines)
+{
+    size_t len;
+    char *t = slurp(from, &len), *p = t;
+    FILE *f = fopen(to, "w");
+    for (unsigned i = 1; t && i < at && (p = memchr(p, '\n', len - (size_t)(p - t))); i++)
+        p++;
+    if (t && f && p) {
+        fwrite(t, 1, (size_t)(p - t), f);
+        fputs(lines, f);
+        fwrite(p, 1, len - (size_t)(p - t), f);
+    }
+    if (f)
+        fclose(f);
+    free(t);
+}
+
+/* 0.1's entries next to an operator's look-alike lines, changed by the
+ * operator, or in a file the operator edited elsewhere. */
+static void upgrade_mixed(void)
+{
+    char src[512], sbak[512], file[512], bak[512], want[512], keep[512];
+    struct rv_error err = { 0 };
+    const char *look = "imports = []  # resview-added\n# resview-end\n# note  # resview-was: x\n"
+                       "# resview-begin: added by `resview configure`, removed by `resview configure --uninstall`\n";
+
+    snprintf(src, sizeof(src), "%s/v0.1/containerd-v2.toml", samples);
+    snprintf(sbak, sizeof(sbak), "%s%s", src, RV_BACKUP_SUFFIX);
+    snprintf(file, sizeof(file), "%s/mixed.toml", dir);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    snprintf(want, sizeof(want), "%s/mixed.want", dir);
+    snprintf(keep, sizeof(keep), "%s/mixed.keep", dir);
+
+    /* the operator's look-alike lines, added after 0.1 ran */
+    insert_lines(src, file, 4, look);
+    insert_lines(sbak, want, 4, look);
+    copy(sbak, bak);
+    ok(run("containerd", file, true, false, &err) == 0, "0.1 + look-alikes: configure (%s)", err.msg);
+    char *t = slurp(file, &(size_t){ 0 });
+    ok(t && strstr(t, look) && !strstr(t, "resview-was:       default"), "0.1 + look-alikes: theirs kept, 0.1's taken");
+    free(t);
+    ok(run("containerd", file, true, true, &err) == 0 && same_file(file, want),
+       "0.1 + look-alikes: uninstall leaves the original with the operator's lines");
+    insert_lines(src, file, 4, look);
+    ok(run("containerd", file, true, true, &err) == 0 && same_file(file, want),
+       "0.1 + look-alikes: uninstall straight from 0.1's file");
+
+    /* edited elsewhere: the operator's change stays */
+    insert_lines(src, file, 3, "imports = [\"/etc/containerd/site.toml\"]\n");
+    insert_lines(sbak, want, 3, "imports = [\"/etc/containerd/site.toml\"]\n");
+    ok(run("containerd", file, false, true, &err) == 0 && same_file(file, want),
+       "0.1 edited elsewhere: uninstall keeps the operator's change (%s)", err.msg);
+
+    /* changed inside 0.1's block: refused both ways, lines named, untouched */
+    insert_lines(src, file, 62, "NoPivotRoot = true\n");
+    copy(sbak, bak);
+    copy(file, keep);
+    ok(run("containerd", file, true, false, &err) < 0 && strstr(err.msg, "lines 16, 55-66") &&
+       strstr(err.msg, "0.1") && same_file(file, keep), "0.1 block changed: configure refused (%s)", err.msg);
+    ok(run("containerd", file, true, true, &err) < 0 && strstr(err.msg, "lines 16, 55-66") &&
+       same_file(file, keep), "0.1 block changed: uninstall refused too");
+    /* ... and with no backup: taken for the operator's (never removed) */
+    unlink(bak);
+    ok(run("containerd", file, true, true, &err) == 0 && same_file(file, keep),
+       "0.1 block without a backup: the operator's, left by uninstall");
+
+    /* docker: 0.1's entry changed by the operator, or a backup that has one */
+    snprintf(src, sizeof(src), "%s/v0.1/daemon.json", samples);
+    snprintf(file, sizeof(file), "%s/daemon-v01.json", dir);
+    snprintf(bak, sizeof(bak), "%s%s", file, RV_BACKUP_SUFFIX);
+    insert_lines(src, file, 15, "            ,\"runtimeArgs\": [\"--debug\"]\n");
+    snprintf(sbak, sizeof(sbak), "%s%s", src, RV_BACKUP_SUFFIX);
+    copy(sbak, bak);
+    copy(file, keep);
+    ok(run("docker", file, true, false, &err) < 0 && strstr(err.msg, "not written by resview") &&
+       same_file(file, keep), "docker 0.1 entry changed: configure refused (%s)", err.msg);
+    ok(run("docker", file, true, true, &err) == 0 && same_file(file, keep), "docker 0.1 entry changed: uninstall leaves it");
+    copy(src, file);
+    copy(src, bak);
+    ok(run("docker", file, true, false, &err) < 0 && strstr(err.msg, "not written by resview"),
+       "docker: an entry the backup already had is not 0.1's (%s)", err.msg);
+}
+
 static void scanner(void)
 {
     struct rv_toml doc;
@@ -265,6 +391,21 @@ int main(void)
     refused("docker", "bad-daemon.json", "daemon.json");
     refused("docker", "bad-daemon-array.json", "not a JSON object");
     refused("slurm", "bad-oci.conf", "line 2");
+    upgrade("containerd", "containerd-v2.toml", true);
+    upgrade("containerd", "containerd-v3.toml", true);
+    upgrade("containerd", "containerd-noeol.toml", false);
+    upgrade("containerd", "containerd-debian.toml", true);
+    upgrade("crio", "crio.conf", true);
+    upgrade("podman", "containers.conf", true);
+    upgrade("podman", "containers-empty.conf", false);
+    upgrade("docker", "daemon.json", true);
+    upgrade("slurm", "oci.conf", false);
+    upgrade("containerd", "new-containerd.toml", true);
+    upgrade("crio", "new-crio.conf", false);
+    upgrade("podman", "new-podman.conf", true);
+    upgrade("docker", "new-daemon.json", true);
+    upgrade("slurm", "new-oci.conf", false);
+    upgrade_mixed();
     created("containerd", "config.toml", "version = 2\n");
     created("docker", "daemon.json", "\"path\": \"/opt/resview/bin/resview-runtime\"");
     created("crio", "99-resview.conf", "[crio.runtime.runtimes.resview]");
