@@ -213,6 +213,26 @@ int main(void)
            !has(out, "SLURM_JOB_ID"), "enabled, disabled, custom and forbidden variables");
         cfg = saved;
         ok(rv_config_parse(&c2, "[1]", 3, &err) < 0, "non-object configuration is an error");
+        /* defaults set member by member (no memset of 64 KiB): from garbage
+         * they give what they give from zeros */
+        static struct rv_config z, g;
+        memset(&z, 0, sizeof(z));
+        memset(&g, 0xA5, sizeof(g));
+        rv_config_defaults(&z);
+        rv_config_defaults(&g);
+        bool same = strcmp(z.path, g.path) == 0 && z.from_env == g.from_env && z.n_runtimes == g.n_runtimes &&
+                    strcmp(z.log_file, g.log_file) == 0 && z.log_level == g.log_level &&
+                    strcmp(z.hook_path, g.hook_path) == 0 && strcmp(z.hook_stage, g.hook_stage) == 0 &&
+                    strcmp(z.lxcfs_root, g.lxcfs_root) == 0 && z.lxcfs_required == g.lxcfs_required &&
+                    strcmp(z.state_dir, g.state_dir) == 0 && z.env_enabled == g.env_enabled &&
+                    z.rounding == g.rounding && z.n_vars == g.n_vars && z.fuse_allowed == g.fuse_allowed &&
+                    z.fuse_allow_other == g.fuse_allow_other && z.n_fuse_namespaces == g.n_fuse_namespaces &&
+                    strcmp(z.seccomp_profile, g.seccomp_profile) == 0 && z.n_warnings == g.n_warnings;
+        for (int i = 0; same && i < z.n_runtimes; i++)
+            same = strcmp(z.runtimes[i], g.runtimes[i]) == 0;
+        for (int i = 0; same && i < z.n_vars; i++)
+            same = memcmp(&z.vars[i], &g.vars[i], sizeof(z.vars[i])) == 0;
+        ok(same, "defaults over a garbage-filled configuration equal defaults over a zeroed one");
         ok(rv_config_parse(&c2, "{", 1, &err) < 0, "malformed configuration is an error");
     }
     free(out);
