@@ -108,30 +108,24 @@ static int check_device_entry(json_t *devices, bool *present, struct rv_error *e
     return 0;
 }
 
-static int add_device(json_t *linux_, struct rv_error *err)
+/* Whether /dev/fuse must be added to linux.devices and an allow rule to
+ * linux.resources.devices; every type error is found here, before anything
+ * changes. */
+static int plan_device(json_t *linux_, bool *need_device, bool *need_rule, struct rv_error *err)
 {
-    json_t *devices = rv_json_array_at(linux_, "devices", "config.json: linux", err), *d;
-    bool present;
-
-    if (!devices || check_device_entry(devices, &present, err) < 0)
-        return -1;
-    if (present)
-        return 0;
-    d = json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i}", "path", "/dev/fuse", "type", "c", "major",
-                  RV_FUSE_MAJOR, "minor", RV_FUSE_MINOR, "fileMode", 0666, "uid", 0, "gid", 0);
-    if (!d || json_array_append_new(devices, d) < 0)
-        return rv_fail(err, ENOMEM, "linux.devices");
-    return 0;
-}
-
-static int add_cgroup_rule(json_t *linux_, struct rv_error *err)
-{
-    json_t *res = rv_json_object_at(linux_, "resources", "config.json: linux", err), *rules, *r;
+    json_t *devices = json_object_get(linux_, "devices"), *res = json_object_get(linux_, "resources");
+    json_t *rules = json_object_get(res, "devices"), *r;
     size_t i;
-    bool allowed = false;
+    bool present = false, allowed = false;
 
-    if (!res || !(rules = rv_json_array_at(res, "devices", "config.json: linux.resources", err)))
+    if (devices && !json_is_array(devices))
+        return rv_fail(err, 0, "config.json: linux.devices: expected an array");
+    if (devices && check_device_entry(devices, &present, err) < 0)
         return -1;
+    if (res && !json_is_object(res))
+        return rv_fail(err, 0, "config.json: linux.resources: expected an object");
+    if (rules && !json_is_array(rules))
+        return rv_fail(err, 0, "config.json: linux.resources.devices: expected an array");
     /* Rules apply in order: /dev/fuse is usable if the last rule covering it allows it. */
     json_array_foreach(rules, i, r) {
         if (!json_is_object(r))
@@ -147,11 +141,27 @@ static int add_cgroup_rule(json_t *linux_, struct rv_error *err)
         else
             allowed = false;
     }
-    if (allowed)
-        return 0;
-    r = json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c", "major", RV_FUSE_MAJOR,
-                  "minor", RV_FUSE_MINOR, "access", "rwm");
-    if (!r || json_array_append_new(rules, r) < 0)
+    *need_device = !present;
+    *need_rule = !allowed;
+    return 0;
+}
+
+/* What plan_device found missing; fails only when memory does. */
+static int add_device(json_t *linux_, bool need_device, bool need_rule, struct rv_error *err)
+{
+    json_t *devices, *res, *rules;
+
+    if (need_device &&
+        (!(devices = rv_json_array_at(linux_, "devices", "config.json: linux", err)) ||
+         json_array_append_new(devices, json_pack("{s:s,s:s,s:i,s:i,s:i,s:i,s:i}", "path", "/dev/fuse",
+                                                  "type", "c", "major", RV_FUSE_MAJOR, "minor",
+                                                  RV_FUSE_MINOR, "fileMode", 0666, "uid", 0, "gid", 0)) < 0))
+        return rv_fail(err, ENOMEM, "linux.devices");
+    if (need_rule &&
+        (!(res = rv_json_object_at(linux_, "resources", "config.json: linux", err)) ||
+         !(rules = rv_json_array_at(res, "devices", "config.json: linux.resources", err)) ||
+         json_array_append_new(rules, json_pack("{s:b,s:s,s:i,s:i,s:s}", "allow", 1, "type", "c", "major",
+                                                RV_FUSE_MAJOR, "minor", RV_FUSE_MINOR, "access", "rwm")) < 0))
         return rv_fail(err, ENOMEM, "linux.resources.devices");
     return 0;
 }
@@ -293,7 +303,7 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
     cleanup_json json_t *dflt = NULL, *edited = NULL;
     json_t *linux_, *sc;
     char path[PATH_MAX];
-    bool keep_profile;
+    bool keep_profile, need_device = false, need_rule = false;
 
     *broker = false;
     if (!json_is_object(root))
@@ -303,11 +313,15 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
                "FUSE request ignored, spec left alone");
         return 0;
     }
-    if (!rv_json_object_at(root, "process", "config.json", err) ||
-        !(linux_ = rv_json_object_at(root, "linux", "config.json", err)))
-        return -1;
-
-    /* Checks that can fail, before anything changes. */
+    /* Checks that can fail, before anything changes (nothing is created yet:
+     * a refused grant leaves the document as it was). */
+    linux_ = json_object_get(root, "linux");
+    if (json_object_get(root, "process") && !json_is_object(json_object_get(root, "process")))
+        return rv_fail(err, 0, "config.json: process: expected an object");
+    if (linux_ && !json_is_object(linux_))
+        return rv_fail(err, 0, "config.json: linux: expected an object");
+    if (plan_device(linux_, &need_device, &need_rule, err) < 0)
+        return rv_wrap(err, "FUSE");
     sc = json_object_get(linux_, "seccomp");
     if (!sc || json_is_null(sc)) {
         if (host->seccomp_profile) {
@@ -343,7 +357,8 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
             return rv_wrap(err, "FUSE");
         check_addition_names(edited);
     }
-    if (add_device(linux_, err) < 0 || add_cgroup_rule(linux_, err) < 0)
+    if (!(linux_ = rv_json_object_at(root, "linux", "config.json", err)) ||
+        add_device(linux_, need_device, need_rule, err) < 0)
         return rv_wrap(err, "FUSE");
     if (edited && json_object_set(linux_, "seccomp", edited) < 0)
         return rv_fail(err, ENOMEM, "linux.seccomp");
