@@ -26,17 +26,6 @@
 #include <errno.h>
 #include <string.h>
 
-static bool array_has_string(json_t *arr, const char *s)
-{
-    json_t *v;
-    size_t i;
-
-    json_array_foreach(arr, i, v)
-        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-            return true;
-    return false;
-}
-
 /* A device cgroup rule's major/minor matches n: absent, -1 (wildcard) or n. */
 static bool num_matches(json_t *v, json_int_t n)
 {
@@ -74,7 +63,7 @@ bool rv_fuse_spec_is_privileged(json_t *root)
     size_t i;
     bool all_devices = false;
 
-    if (!array_has_string(bounding, "CAP_SYS_ADMIN"))
+    if (!rv_json_array_has_string(bounding, "CAP_SYS_ADMIN"))
         return false;
     /* The last rule that covers every device decides (later rules win). */
     json_array_foreach(rules, i, r) {
@@ -339,8 +328,9 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
     /* The engine itself granted CAP_SYS_ADMIN and every mount (docker
      * --cap-add SYS_ADMIN): the container mounts by itself; its profile is
      * kept as the engine made it, and it needs no broker. */
-    keep_profile = !dflt && array_has_string(rv_json_path(root, "process.capabilities.bounding"),
-                                             "CAP_SYS_ADMIN") &&
+    keep_profile = !dflt &&
+                   rv_json_array_has_string(rv_json_path(root, "process.capabilities.bounding"),
+                                            "CAP_SYS_ADMIN") &&
                    rv_seccomp_allows_any_mount(sc);
     if (!keep_profile) {
         if (rt && !rt->notify)

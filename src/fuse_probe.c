@@ -81,17 +81,6 @@ static int run_capture(const char *path, const char *arg, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static bool has_string(json_t *arr, const char *s)
-{
-    json_t *v;
-    size_t i;
-
-    json_array_foreach(arr, i, v)
-        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-            return true;
-    return false;
-}
-
 static bool kernel_at_least(unsigned major, unsigned minor)
 {
     struct utsname u;
@@ -109,9 +98,9 @@ static void from_features(json_t *f, struct rv_fuse_runtime *rt)
         snprintf(rt->why, sizeof(rt->why), "`features`: seccomp not enabled");
         return;
     }
-    rt->notify = has_string(json_object_get(sc, "actions"), "SCMP_ACT_NOTIFY");
-    rt->wait_killable = rt->notify &&
-                        has_string(json_object_get(sc, "supportedFlags"), RV_SECCOMP_FLAG_WAIT_KILLABLE);
+    rt->notify = rv_json_array_has_string(json_object_get(sc, "actions"), "SCMP_ACT_NOTIFY");
+    rt->wait_killable = rt->notify && rv_json_array_has_string(json_object_get(sc, "supportedFlags"),
+                                                               RV_SECCOMP_FLAG_WAIT_KILLABLE);
     snprintf(rt->why, sizeof(rt->why), "`features`: %s%s",
              rt->notify ? "SCMP_ACT_NOTIFY" : "no SCMP_ACT_NOTIFY",
              rt->wait_killable ? ", " RV_SECCOMP_FLAG_WAIT_KILLABLE : "");

@@ -1047,6 +1047,17 @@ json_t *rv_json_path(json_t *root, const char *dotted)
     return root;
 }
 
+bool rv_json_array_has_string(json_t *arr, const char *s)
+{
+    json_t *v;
+    size_t i;
+
+    json_array_foreach(arr, i, v)
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return true;
+    return false;
+}
+
 static json_t *container_at(json_t *obj, const char *key, const char *where, bool array,
                             struct rv_error *err)
 {

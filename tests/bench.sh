@@ -22,14 +22,21 @@ rv_config "$T/config.json" '{"log": {"level": "warn"}}'
 jq '.runtimes = ["runc"]' "$T/config.json" >"$T/cfg-runc.json"
 jq --arg c "$CRUN_V1" '.runtimes = [$c]' "$T/config.json" >"$T/cfg-crun.json"
 ARMS=()
-for rt in runc crun; do
-    for w in "" glibc-exec+ musl-exec+ resview+; do
-        arm=$w$rt
-        mkdir -p "$T/run/bundle-$arm"
-        rv_rootfs "$T/run/bundle-$arm/rootfs"
-        rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
-        cp "$T/run/bundle-$arm/config.json" "$T/run/bundle-$arm/config.pristine"
-    done
+# Two more arms take resview's cost apart (runc only): any prestart hook, a
+# static musl no-op, costs the runtime a fork, an exec and a wait; resview
+# without the views is the shim alone.
+printf 'int main(void) { return 0; }\n' >"$T/noop.c"
+musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" || exit 1
+for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc \
+           crun glibc-exec+crun musl-exec+crun resview+crun; do
+    mkdir -p "$T/run/bundle-$arm"
+    rv_rootfs "$T/run/bundle-$arm/rootfs"
+    rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
+    case $arm in
+        noop-hook+*) jq --arg h "$T/noop-musl" '.hooks.prestart = [{path: $h}]' "$T/run/bundle-$arm/config.json" ;;
+        resview-noviews+*) jq '.annotations["resview.io/lxcfs"] = "false"' "$T/run/bundle-$arm/config.json" ;;
+        *) cat "$T/run/bundle-$arm/config.json" ;;
+    esac >"$T/run/bundle-$arm/config.pristine"
 done
 # The floor of any shim: one more exec of a static program in front of the
 # runtime, with glibc and with musl (what resview is built with).
@@ -38,11 +45,14 @@ musl-gcc -static -O2 -o "$T/passthrough-musl" "$TOP/tests/lib/passthrough.c" || 
 RUNC=$(command -v runc)
 echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
 echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
+echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's cost to the runtime); resview-noviews+runc: the shim alone"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
     "musl-exec+runc=$T/passthrough-musl $RUNC --root $T/r7|runc --root $T/r7" \
     "resview+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r2|runc --root $T/r2" \
+    "noop-hook+runc=runc --root $T/r9" \
+    "resview-noviews+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r10|runc --root $T/r10" \
     "crun=$CRUN_V1 --root $T/r3" \
     "glibc-exec+crun=$T/passthrough-glibc $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
     "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \
@@ -50,8 +60,7 @@ echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any 
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # No-ops and the two binaries, static musl, static glibc and dynamic glibc.
-printf 'int main(void) { return 0; }\n' >"$T/noop.c"
-musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" && gcc -static -O2 -o "$T/noop-glibc" "$T/noop.c" &&
+gcc -static -O2 -o "$T/noop-glibc" "$T/noop.c" &&
     gcc -O2 -o "$T/noop-dynamic" "$T/noop.c" || exit 1
 for b in resview-runtime resview-hook; do
     gcc -static -Wl,--gc-sections -o "$T/$b-glibc-static" "$BUILD/obj/bin-$b.o" "$BUILD/libresview.a" \

@@ -54,6 +54,8 @@ int rv_json_splice(const char *text, size_t len, const char *what,
 
 /* Walk a dotted path of object keys ("linux.resources.cpu"); NULL if absent. */
 json_t *rv_json_path(json_t *root, const char *dotted);
+/* Whether arr is an array holding the string s. */
+bool rv_json_array_has_string(json_t *arr, const char *s);
 /* Get or create an object at key inside obj; NULL (err filled) if the key holds
  * something else. */
 json_t *rv_json_object_at(json_t *obj, const char *key, const char *where,

@@ -70,7 +70,7 @@ for n in med:
         print("%-14s over %-5s: %+.2f ms median (%.3fx)" % (n, base, med[n] - med[base], med[n] / med[base]))
 for n in med:
     wrapper, _, base = n.partition("+")
-    if not base or wrapper.endswith("exec"):
+    if not base or not wrapper.startswith("resview"):
         continue
     for floor in [f for f in med if f.endswith("exec+" + base)]:
         print("%-14s over %-16s: %+.2f ms median (%s's own work beyond one exec per call)"
