@@ -63,7 +63,8 @@ MUSL_APT     = -o Dir::Etc::SourceList=$(abspath $(MUSL))/apt/sources.list \
                -o Dir::State::Lists=$(abspath $(MUSL))/apt/lists \
                -o Dir::Cache=$(abspath $(MUSL))/apt/cache -o APT::Sandbox::User=root
 static: $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook
-$(BUILD)/static/%: $(MUSL)/obj/bin-%.o $(MUSL)/libresview.a $(MUSL_LIBS) | $(BUILD)/static
+# src/bin/alloc.c: their malloc, in front of musl's (see there why)
+$(BUILD)/static/%: $(MUSL)/obj/bin-%.o $(MUSL)/obj/bin-alloc.o $(MUSL)/libresview.a $(MUSL_LIBS) | $(BUILD)/static
 	musl-gcc -static -Wl,-z,relro,-z,now -Wl,--gc-sections -o $@ $^
 $(MUSL)/libresview.a: $(MUSL_OBJS)
 	rm -f $@ && ar rcs $@ $^

@@ -202,7 +202,8 @@ static int step_resview_config(const struct node *n, struct rv_error *err)
     struct stat st = { .st_mode = 0644, .st_uid = 0, .st_gid = 0 };
     if (dfd < 0)
         return rv_fail(err, errno, "open `%s`", dir);
-    if (rv_write_atomic_at(dfd, basename(base), ours, strlen(ours), &st, err) < 0)
+    if (rv_write_atomic_at(dfd, basename(base), ours, strlen(ours), &st,
+                           RV_WRITE_DURABLE | RV_WRITE_SWEEP, err) < 0)
         return rv_wrap(err, "`%s`", n->rv_config);
     rv_node_say("configuration: wrote `%s` (lxcfs.root = `%s`)", n->rv_config, n->lxcfs_dir);
     return 0;

@@ -95,7 +95,7 @@ static int write_file(const char *path, const char *data, size_t len, const stru
     dfd = open(d, O_DIRECTORY | O_CLOEXEC | O_PATH);
     if (dfd < 0)
         return rv_fail(err, errno, "open `%s`", d);
-    if (rv_write_atomic_at(dfd, b, data, len, st, err) < 0)
+    if (rv_write_atomic_at(dfd, b, data, len, st, RV_WRITE_DURABLE | RV_WRITE_SWEEP, err) < 0)
         return rv_wrap(err, "`%s`", path);
     return 0;
 }

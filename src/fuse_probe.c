@@ -174,7 +174,7 @@ int rv_fuse_runtime_probe(const struct rv_config *cfg, const char *next, struct 
     }
     ask(next, rt);
     snprintf(text, sizeof(text), "%d %d %s", rt->notify, rt->wait_killable, rt->why);
-    if (dfd >= 0 && rv_write_atomic_volatile_at(dfd, name, text, strlen(text), err) < 0) {
+    if (dfd >= 0 && rv_write_atomic_at(dfd, name, text, strlen(text), NULL, RV_WRITE_SWEEP, err) < 0) {
         /* no cache: the next FUSE start asks again */
     }
     return 0;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/lxcfs.h"
 #include "resview/bounded.h"
+#include "resview/syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 const char *const rv_lxcfs_candidates[] = {
     "proc/cpuinfo", "proc/meminfo", "proc/stat", "proc/uptime", "proc/loadavg",
@@ -45,27 +47,38 @@ static bool answers(int rootfd, const char *rel, int *e)
     return r >= 0;
 }
 
-void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
+/* What is mounted on root: a FUSE file system, or why not (false). */
+static bool fuse_mounted(const char *root, struct rv_lxcfs *out)
 {
     struct statfs sfs;
-    struct stat st;
+
+    if (statfs(root, &sfs) < 0) {
+        snprintf(out->why, sizeof(out->why), "statfs `%s`: %s", root, strerror(errno));
+        return false;
+    }
+    if (sfs.f_type != RV_FUSE_SUPER_MAGIC) {
+        snprintf(out->why, sizeof(out->why), "no LXCFS mounted on `%s`", root);
+        return false;
+    }
+    return true;
+}
+
+void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
+{
+    struct statx stx;
     cleanup_close int rootfd = -1;
     int e = ENOENT;
     bool answered = false;
 
     memset(out, 0, sizeof(*out));
     snprintf(out->root, sizeof(out->root), "%s", root);
-    if (statfs(root, &sfs) < 0) {
-        snprintf(out->why, sizeof(out->why), "statfs `%s`: %s", root, strerror(errno));
+    /* statfs is a round trip to the daemon (~0.1 ms): the hook, on the start
+     * path, asks only once the read below failed, to say why */
+    if (list && !fuse_mounted(root, out))
         return;
-    }
-    if (sfs.f_type != RV_FUSE_SUPER_MAGIC) {
-        snprintf(out->why, sizeof(out->why), "no LXCFS mounted on `%s`", root);
-        return;
-    }
-    out->mounted = true;
+    /* the device without a round trip (the attributes the kernel holds) */
     rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (rootfd < 0 || fstat(rootfd, &st) < 0) {
+    if (rootfd < 0 || rv_statx(rootfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) < 0) {
         snprintf(out->why, sizeof(out->why), "open `%s`: %s", root, strerror(errno));
         return;
     }
@@ -76,10 +89,13 @@ void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
             break;
     }
     if (!answered) {
+        if (!list && !fuse_mounted(root, out))
+            return;
         snprintf(out->why, sizeof(out->why), "read from `%s`: %s", root, strerror(e));
         out->mounted = e != ENOTCONN;   /* ENOTCONN: dead, the daemon is gone */
         return;
     }
+    out->mounted = true;
     /* Which candidates it offers: one FUSE getattr each (LXCFS does not let
      * the kernel cache attributes), so only when asked; the hook learns the
      * same from open_tree() failing with ENOENT. */
@@ -93,7 +109,7 @@ void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
         snprintf(out->why, sizeof(out->why), "`%s` offers none of the LXCFS files", root);
         return;
     }
-    out->dev = st.st_dev;
+    out->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
     out->live = true;
 }
 

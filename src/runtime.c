@@ -11,9 +11,12 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+
+extern char **environ;
 
 static volatile sig_atomic_t delete_child;
 static void forward(int sig)
@@ -23,29 +26,30 @@ static void forward(int sig)
 }
 
 /* `delete` of a container with records (the one place delete is handled):
- * the records (variables for exec
- * sessions, views for repair) must outlive a delete the runtime refuses
- * (without --force, a running container). So the runtime runs as our child
- * here, and the records go once it succeeded. The child returns (and execs
- * the next runtime as usual); this process ends with the runtime's status,
- * and never returns. */
-static void delete_then_forget(const struct rv_config *cfg, const char *id)
+ * the records (variables for exec sessions, views for repair) must outlive a
+ * delete the runtime refuses (without --force, a running container). So the
+ * runtime runs as our child here, and the records go once it succeeded. The
+ * child is spawned (vfork and exec: no copy of our page tables, no
+ * copy-on-write faults); this process ends with the runtime's status and
+ * never returns, unless the spawn failed: then the caller execs the runtime
+ * itself and the records are left for `resview repair`. */
+static void delete_then_forget(const struct rv_config *cfg, const char *id, const char *next,
+                               char *argv[])
 {
     static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
     struct sigaction sa;
     struct rv_error err;
     pid_t pid;
-    int ws;
+    int ws, e;
 
     fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        rv_log(RV_WARN, "delete: fork: %s; the records are left for `resview repair`",
-               strerror(errno));
-        return;   /* exec the runtime ourselves */
-    }
-    if (pid == 0)
+    argv[0] = (char *)next;
+    e = posix_spawn(&pid, next, NULL, NULL, argv, environ);
+    if (e != 0) {
+        rv_log(RV_WARN, "delete: spawn `%s`: %s; the records are left for `resview repair`",
+               next, strerror(e));
         return;
+    }
     delete_child = pid;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = forward;
@@ -130,6 +134,6 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
         return 1;
     }
     if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_state_exists(&cfg, a.id))
-        delete_then_forget(&cfg, a.id);
+        delete_then_forget(&cfg, a.id, next, argv);
     return 0;
 }

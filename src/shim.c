@@ -182,5 +182,6 @@ int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv
     env = rv_json_array_at(proc, "env", "exec: process env", err);
     if (!env || rv_env_add_missing(env, pairs, err) < 0 || rv_json_dump(proc, &out, &len, err) < 0)
         return -1;
-    return rv_write_atomic_at(dfd, base, out, len, &st, err);
+    /* the engine's file for one exec: not kept, not durable */
+    return rv_write_atomic_at(dfd, base, out, len, &st, 0, err);
 }

@@ -162,7 +162,10 @@ int rv_spec_save(struct rv_spec *spec, bool *changed, struct rv_error *err)
         cleanup_close int dfd = openat(spec->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
             return rv_fail(err, errno, "bundle `%s`", spec->bundle);
-        if (rv_write_atomic_at(dfd, spec->file, out, len, &spec->st, err) < 0)
+        /* no fsync: the engine writes a new spec for every create, and a
+         * bundle does not outlive a reboot's containers; swept, as podman
+         * keeps its bundle directories */
+        if (rv_write_atomic_at(dfd, spec->file, out, len, &spec->st, RV_WRITE_SWEEP, err) < 0)
             return rv_wrap(err, "bundle `%s`", spec->bundle);
     }
     return 0;

@@ -92,8 +92,9 @@ int rv_state_write(const struct rv_config *cfg, const char *id, const char *file
     dfd = open_locked(cfg, id, true, dir, sizeof(dir), err);
     if (dfd < 0)
         return -1;
-    /* runtime state under /run: gone at reboot anyway, so no fsync */
-    return rv_write_atomic_volatile_at(dfd, file, text, len, err);
+    /* runtime state under /run, in the container's own directory: gone at
+     * reboot and with the container, so no fsync and no sweep */
+    return rv_write_atomic_at(dfd, file, text, len, NULL, 0, err);
 }
 
 static int read_at(int dfd, const char *file, json_t **doc, struct stat *st, struct rv_error *err)
@@ -169,7 +170,7 @@ int rv_state_replace(const struct rv_state_ref *ref, const char *file, const jso
         fstatat(ref->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != ref->ino)
         r = 0;   /* deleted, or a new record under the same id */
     else
-        r = rv_write_atomic_volatile_at(ref->dirfd, file, text, len, err) < 0 ? -1 : 1;
+        r = rv_write_atomic_at(ref->dirfd, file, text, len, NULL, 0, err) < 0 ? -1 : 1;
     flock(ref->dirfd, LOCK_UN);
     return r;
 }
@@ -353,7 +354,7 @@ void rv_state_lxcfs_mark(const struct rv_config *cfg, pid_t pid)
     dfd = open(cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     n = snprintf(text, sizeof(text), "%d %llu %s\n", (int)pid, start, cfg->lxcfs_root);
     if (dfd >= 0 && n > 0 && (size_t)n < sizeof(text))
-        rv_write_atomic_volatile_at(dfd, "lxcfs-stuck", text, (size_t)n, &err);
+        rv_write_atomic_at(dfd, "lxcfs-stuck", text, (size_t)n, NULL, RV_WRITE_SWEEP, &err);
     if (dfd >= 0)
         close(dfd);
 }
@@ -431,7 +432,7 @@ int rv_state_user_write(const struct rv_config *cfg, const json_t *doc, char *na
         return rv_fail(err, errno, "random name");
     /* the owner is the file's (a uid inside a user namespace would mislead) */
     snprintf(file, sizeof(file), "enroot-%016llx", rnd);
-    if (rv_write_atomic_volatile_at(dfd, file, text, len, err) < 0)
+    if (rv_write_atomic_at(dfd, file, text, len, NULL, RV_WRITE_SWEEP, err) < 0)
         return rv_wrap(err, "`%s`", dir);
     if (name)
         snprintf(name, size, "%s", file);

@@ -31,12 +31,13 @@ struct rv_lxcfs {
 /* Look at root: statfs (a dead mount answers ENOTCONN; a plain directory is
  * not LXCFS), the device, one read of one small file (every file is served
  * by the same daemon; a read costs ~100 us, so one proves the daemon answers
- * without paying that for every file), and which candidates exist. May block forever on a
- * hung daemon: call it inside rv_run_bounded(), or use rv_lxcfs_discover().
- * Never fails: out->live and out->why tell. */
+ * without paying that for every file), and which candidates exist. May block
+ * forever on a hung daemon: call it inside rv_run_bounded(), or use
+ * rv_lxcfs_discover(). Never fails: out->live and out->why tell. */
 void rv_lxcfs_probe(const char *root, struct rv_lxcfs *out);
-/* The same; list = false skips finding which candidates exist (n = 0), for
- * the hook, whose open_tree() calls find out anyway. */
+/* The same; list = false, for the hook, skips finding which candidates exist
+ * (n = 0: its open_tree() calls find out anyway) and asks statfs only after
+ * the read failed (a round trip to the daemon, to say why). */
 void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out);
 
 /* rv_lxcfs_probe() with a deadline; -1 only if the child could not run. A

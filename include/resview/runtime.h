@@ -11,9 +11,9 @@
  * apply the create/run edits or the exec variables, and mark the chain.
  * Returns 0 when the caller should exec next with argv, or the exit code
  * (an error has been reported on stderr and in the logs). `delete` of a
- * container with records forks: the child returns 0 (and execs), the parent
- * waits, removes the records if the delete succeeded and exits with the
- * child's status (it does not return). */
+ * container with records spawns next with argv, waits, removes the records if
+ * the delete succeeded and exits with the runtime's status (it does not
+ * return, unless the spawn failed: then the caller execs as usual). */
 int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size);
 
 #endif

@@ -47,14 +47,18 @@ int rv_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t 
 int rv_read_small(const char *path, char *buf, size_t size);
 
 /* Atomically replace dirfd/name with data: temp file in the same directory,
- * write, fsync, fchmod/fchown to st's mode and owner (if st), rename. On any
- * failure the original is untouched and the temp file is removed. */
+ * write, fchmod/fchown to st's mode and owner (if st), rename. On any failure
+ * the original is untouched and the temp file is removed. Atomic for readers
+ * and for a killed writer either way; flags add: */
+#define RV_WRITE_DURABLE 1u  /* fsync before the rename: configuration that must
+                              * survive a power loss (not a bundle's spec, not
+                              * runtime state: both die with the container) */
+#define RV_WRITE_SWEEP 2u    /* then remove temp files of writers killed just
+                              * before their rename: for directories that
+                              * outlive containers (a container's own goes
+                              * with it) */
 int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
-                       const struct stat *st, struct rv_error *err);
-/* The same without the fsync: still atomic for readers and killed writers,
- * but not durable across a power loss. For runtime state under /run only. */
-int rv_write_atomic_volatile_at(int dirfd, const char *name, const char *data, size_t len,
-                                struct rv_error *err);
+                       const struct stat *st, unsigned flags, struct rv_error *err);
 
 /* Parse a decimal unsigned/signed integer that fills the whole string. */
 int rv_parse_u64(const char *s, uint64_t *out);
