@@ -110,13 +110,6 @@ static int fail_as(struct rv_error *err, int errnum, const char *fmt, ...)
     return -1;
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static int status_of(int ws)
 {
     if (WIFEXITED(ws))
@@ -145,11 +138,11 @@ static int try_reap(pid_t pid, int *status)
 /* Wait up to ms for pid to end (pidfd readable, or polling waitpid). */
 static int wait_end(pid_t pid, int pidfd, int ms, int *status)
 {
-    long deadline = now_ms() + ms;
+    long deadline = rv_now_ms() + ms;
     struct timespec nap = { 0, 100 * 1000 };
 
     for (;;) {
-        long left = deadline - now_ms();
+        long left = deadline - rv_now_ms();
         int r = try_reap(pid, status);
         if (r != 0)
             return r;
@@ -191,7 +184,7 @@ static void leave_behind(unsigned long long key, pid_t pid)
 {
     last_left = pid;
     if (n_stuck < STUCK_MAX)   /* else not tracked: reaped by init after we exit */
-        stuck[n_stuck++] = (struct stuck){ key, pid, now_ms() };
+        stuck[n_stuck++] = (struct stuck){ key, pid, rv_now_ms() };
 }
 
 int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
@@ -210,7 +203,7 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
         if (stuck[i].key == key)
             return fail_as(err, EBUSY, "an earlier attempt has been stuck for %ld s "
                            "(a FUSE request that is never answered)",
-                           (now_ms() - stuck[i].since_ms) / 1000);
+                           (rv_now_ms() - stuck[i].since_ms) / 1000);
     if (devnull == -2)
         devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     t.devnull = devnull;

@@ -44,7 +44,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #define MAX_NOTIFY 1024          /* runc: one per exec'd process still alive */
 #define MAX_CONNS 16
@@ -86,13 +85,6 @@ static struct {
     int records[2];
     struct rv_mount_set mounts;   /* the supervisor's copy */
 } B;
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void conn_close(int i)
 {
@@ -172,7 +164,7 @@ static void worker_serve(int nfd)
     struct slot *me = &B.slots[W.slot];
 
     memset(&n, 0, sizeof(n));
-    atomic_store(&me->busy_since, now_ms());
+    atomic_store(&me->busy_since, rv_now_ms());
     if (ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_RECV, &n) == 0) {
         W.ctx.notify_fd = nfd;
         W.ctx.others_busy = others_busy();
@@ -280,10 +272,10 @@ static void worker_check(void)
     long long since;
 
     if (B.worker < 0 || !(since = atomic_load(&B.slots[B.worker].busy_since)) ||
-        now_ms() - since < STUCK_MS)
+        rv_now_ms() - since < STUCK_MS)
         return;
     rv_log(RV_WARN, "fuse broker: worker %d inside one request for %lld ms (a file system that "
-           "does not answer?): replaced", (int)B.slots[B.worker].pid, now_ms() - since);
+           "does not answer?): replaced", (int)B.slots[B.worker].pid, rv_now_ms() - since);
     atomic_store(&B.slots[B.worker].retired, 1);
     close(B.worker_ctl);
     B.worker_ctl = -1;

@@ -19,7 +19,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +27,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 
 static int broker_dir(const struct rv_config *cfg, char *dir, size_t size, struct rv_error *err)
 {
@@ -294,7 +292,7 @@ int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *wan
 {
     char dir[PATH_MAX], msg[PATH_MAX + 512];
     size_t have = 0;
-    struct timespec t0, now;
+    long deadline;
     int p[2], st;
     pid_t a, shim = getpid();
 
@@ -323,14 +321,10 @@ int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *wan
     close(p[1]);
     while (waitpid(a, &st, 0) < 0 && errno == EINTR) {
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    deadline = rv_now_ms() + RV_BROKER_READY_TIMEOUT_MS;
     for (;;) {
-        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-        long ms;
         ssize_t r;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= RV_BROKER_READY_TIMEOUT_MS || poll(&pfd, 1, (int)(RV_BROKER_READY_TIMEOUT_MS - ms)) == 0) {
+        if (rv_wait_readable(p[0], deadline) == 0) {
             close(p[0]);
             return rv_fail(err, 0, "FUSE broker: not ready after %d ms", RV_BROKER_READY_TIMEOUT_MS);
         }

@@ -319,7 +319,7 @@ static int node_run(const struct node *n)
     struct rv_error err = { 0 };
     unsigned restarted = 0, in_use = 0;
     bool configured = false, files_done = false;
-    long t0 = rv_node_now_ms(), next_try = 0;
+    long t0 = rv_now_ms(), next_try = 0;
     bool none = strcmp(n->ctd.restart, "none") == 0;
 
     rv_node_say("resview node agent %s: %s (restart mode %s, containerd `%s`, CRI `%s`)", RV_VERSION,
@@ -341,18 +341,18 @@ static int node_run(const struct node *n)
     while (!rv_node_stopping()) {
         if (supervise)
             rv_node_children_start(&ch);
-        if (!configured && rv_node_now_ms() >= next_try) {
+        if (!configured && rv_now_ms() >= next_try) {
             if (rv_node_containerd_apply(&n->ctd, &restarted, &err) == 0) {
                 configured = true;
                 rv_node_say("node %s in %ld ms (containerd restarted %u time%s by this agent)",
-                            n->uninstall ? "uninstalled from containerd" : "ready", rv_node_now_ms() - t0,
+                            n->uninstall ? "uninstalled from containerd" : "ready", rv_now_ms() - t0,
                             restarted, restarted == 1 ? "" : "s");
             } else if (!rv_node_stopping()) {
                 rv_node_say("containerd: %s; trying again in %d s", err.msg, none ? 5 : 30);
-                next_try = rv_node_now_ms() + (none ? 5000 : 30000);
+                next_try = rv_now_ms() + (none ? 5000 : 30000);
             }
         }
-        if (n->uninstall && configured && !files_done && rv_node_now_ms() >= next_try) {
+        if (n->uninstall && configured && !files_done && rv_now_ms() >= next_try) {
             if (uninstall_files(n, &files_done, &in_use, &err) < 0)
                 rv_node_say("uninstall: %s", err.msg);
             if (files_done) {
@@ -364,7 +364,7 @@ static int node_run(const struct node *n)
                 rmdir(n->lxcfs_dir);
                 rv_node_say("uninstall: done; nothing of resview is left on this node");
             }
-            next_try = rv_node_now_ms() + 2000;
+            next_try = rv_now_ms() + 2000;
         }
         rv_node_wait(1000);
         rv_node_children_reap(&ch);

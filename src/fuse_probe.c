@@ -18,14 +18,12 @@
 #include "resview/json.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #define PROBE_TIMEOUT_MS 5000
 #define PROBE_OUT_MAX (1u << 20)
@@ -34,7 +32,7 @@
 static int run_capture(const char *path, const char *arg, char **out)
 {
     cleanup_free char *buf = malloc(PROBE_OUT_MAX + 1);
-    struct timespec t0, now;
+    long deadline;
     size_t have = 0;
     int p[2], st = -1;
     pid_t pid;
@@ -55,14 +53,10 @@ static int run_capture(const char *path, const char *arg, char **out)
         close(p[0]);
         return -1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    deadline = rv_now_ms() + PROBE_TIMEOUT_MS;
     for (;;) {
-        struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-        long ms;
         ssize_t r;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-        if (ms >= PROBE_TIMEOUT_MS || poll(&pfd, 1, (int)(PROBE_TIMEOUT_MS - ms)) == 0) {
+        if (rv_wait_readable(p[0], deadline) == 0) {
             kill(pid, SIGKILL);
             break;
         }

@@ -23,13 +23,6 @@
 static volatile sig_atomic_t stopping;
 static sigset_t agent_signals;
 
-long rv_node_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 void rv_node_say(const char *fmt, ...)
 {
     va_list ap;
@@ -139,7 +132,7 @@ static pid_t lxcfs_start(const struct rv_node_children *ch, struct rv_error *err
                      (char *)ch->lxcfs_dir, NULL };
     if ((pid = spawn(argv, true, err)) < 0)
         return -1;
-    deadline = rv_node_now_ms() + LXCFS_WAIT_S * 1000L;
+    deadline = rv_now_ms() + LXCFS_WAIT_S * 1000L;
     for (;;) {
         struct rv_lxcfs lx;
         int status;
@@ -150,7 +143,7 @@ static pid_t lxcfs_start(const struct rv_node_children *ch, struct rv_error *err
         if (waitpid(pid, &status, WNOHANG) == pid)
             return rv_fail(err, 0, "LXCFS (`%s`) exited with status %d before answering", ch->lxcfs_bin,
                            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-        if (rv_node_now_ms() > deadline || !rv_node_nap(50)) {
+        if (rv_now_ms() > deadline || !rv_node_nap(50)) {
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
             return rv_fail(err, ETIMEDOUT, "LXCFS did not answer on `%s`", ch->lxcfs_dir);
@@ -180,18 +173,18 @@ void rv_node_children_start(struct rv_node_children *ch)
     struct rv_error err = { 0 };
     pid_t p;
 
-    if (!ch->watch && rv_node_now_ms() >= ch->watch_retry) {
+    if (!ch->watch && rv_now_ms() >= ch->watch_retry) {
         if ((p = watch_start(ch, &err)) < 0) {
             rv_node_say("watch: %s", err.msg);
-            ch->watch_retry = rv_node_now_ms() + 5000;
+            ch->watch_retry = rv_now_ms() + 5000;
         } else {
             ch->watch = p;
         }
     }
-    if (!ch->lxcfs && rv_node_now_ms() >= ch->lxcfs_retry) {
+    if (!ch->lxcfs && rv_now_ms() >= ch->lxcfs_retry) {
         if ((p = lxcfs_start(ch, &err)) < 0) {
             rv_node_say("lxcfs: %s; trying again in 5 s", err.msg);
-            ch->lxcfs_retry = rv_node_now_ms() + 5000;
+            ch->lxcfs_retry = rv_now_ms() + 5000;
         } else {
             ch->lxcfs = p;
         }
@@ -208,11 +201,11 @@ void rv_node_children_reap(struct rv_node_children *ch)
         if (p == ch->lxcfs) {
             rv_node_say("lxcfs: pid %d ended (status %d); starting a new one", (int)p, code);
             ch->lxcfs = 0;
-            ch->lxcfs_retry = rv_node_now_ms() + 1000;
+            ch->lxcfs_retry = rv_now_ms() + 1000;
         } else if (p == ch->watch) {
             rv_node_say("watch: pid %d ended (status %d); starting it again", (int)p, code);
             ch->watch = 0;
-            ch->watch_retry = rv_node_now_ms() + 1000;
+            ch->watch_retry = rv_now_ms() + 1000;
         }
     }
 }

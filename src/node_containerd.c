@@ -132,11 +132,11 @@ static int restart(const struct rv_node_containerd *c, struct rv_error *err)
 static int make_effective(const struct rv_node_containerd *c, unsigned *restarted, struct rv_error *err)
 {
     char why[512] = "";
-    long deadline = rv_node_now_ms() + RESTART_WAIT_S * 1000L;
+    long deadline = rv_now_ms() + RESTART_WAIT_S * 1000L;
     int r;
 
     while ((r = rv_node_containerd_effective(c, why, sizeof(why), err)) < 0) {
-        if (rv_node_now_ms() > deadline)
+        if (rv_now_ms() > deadline)
             return rv_wrap(err, "containerd does not answer");
         if (!rv_node_nap(1000))
             return rv_fail(err, EINTR, "stopped");
@@ -157,11 +157,11 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
                        RV_NODE_RESTART_GUARD_S / 60, c->config);
     rv_node_say("containerd: %s", why);
     restart_guarded(c, hash, true);
-    long t0 = rv_node_now_ms();
+    long t0 = rv_now_ms();
     if (restart(c, err) < 0)
         return -1;
     (*restarted)++;
-    deadline = rv_node_now_ms() + RESTART_WAIT_S * 1000L;
+    deadline = rv_now_ms() + RESTART_WAIT_S * 1000L;
     for (;;) {
         char name[64], version[64];
         struct rv_error e;
@@ -169,13 +169,13 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         if (rv_cri_version(c->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), &e) == 0 &&
             (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
-                        "configuration wanted", name, version, c->cri_socket, rv_node_now_ms() - t0);
+                        "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
             return 0;
         }
         if (r == 0)
             return rv_fail(err, 0, "containerd was restarted but %s: is `%s` the file containerd reads?",
                            why, c->config);
-        if (rv_node_now_ms() > deadline)
+        if (rv_now_ms() > deadline)
             return rv_fail(err, ETIMEDOUT, "containerd does not answer on `%s` %d s after the restart: %s",
                            c->cri_socket, RESTART_WAIT_S, e.msg);
         if (!rv_node_nap(100))

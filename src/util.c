@@ -8,9 +8,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 int rv_fail(struct rv_error *err, int errnum, const char *fmt, ...)
 {
@@ -247,6 +249,30 @@ fail:
     if (named)
         unlinkat(dirfd, tmp, 0);
     return -1;
+}
+
+long rv_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int rv_wait_readable(int fd, long deadline)
+{
+    for (;;) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        long left = deadline - rv_now_ms();
+        int r;
+        if (left <= 0)
+            return 0;
+        r = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
 }
 
 int rv_parse_u64(const char *s, uint64_t *out)

@@ -14,11 +14,12 @@ echo "== machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) a
 
 # Bundles on tmpfs, as engines keep them under /run.
 mkdir -p "$T/run" && mount -t tmpfs -o size=64m tmpfs "$T/run" && t_cleanup "umount -l '$T/run'"
-# Every feature on: variables, and LXCFS views through the hook.
+# Every feature on: variables, and LXCFS views through the hook. The state
+# directory on tmpfs too, as /run/resview is.
 export LXCFS_DIR=$T/lxcfs
 lxcfs_start "$LXCFS_DIR" || exit 1
 t_cleanup "lxcfs_stop '$LXCFS_DIR'"
-rv_config "$T/config.json" '{"log": {"level": "warn"}}'
+rv_config "$T/config.json" "{\"log\": {\"level\": \"warn\"}, \"state_dir\": \"$T/run/state\"}"
 jq '.runtimes = ["runc"]' "$T/config.json" >"$T/cfg-runc.json"
 jq --arg c "$CRUN_V1" '.runtimes = [$c]' "$T/config.json" >"$T/cfg-crun.json"
 ARMS=()

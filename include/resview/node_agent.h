@@ -14,7 +14,6 @@
 
 /* One timestamped line on stdout (the pod's log). */
 void rv_node_say(const char *fmt, ...) RV_PRINTF(1, 2);
-long rv_node_now_ms(void);
 
 /* Block the agent's signals (once, before anything else). */
 void rv_node_signals_block(void);
@@ -32,7 +31,7 @@ struct rv_node_children {
     const char *lxcfs_bin, *lxcfs_dir;   /* in */
     const char *rv_config;               /* in: RESVIEW_CONFIG for watch; NULL: the default */
     pid_t lxcfs, watch;                  /* 0: not running */
-    long lxcfs_retry, watch_retry;       /* when to start them again (rv_node_now_ms) */
+    long lxcfs_retry, watch_retry;       /* when to start them again (rv_now_ms) */
 };
 void rv_node_children_start(struct rv_node_children *ch);
 void rv_node_children_reap(struct rv_node_children *ch);

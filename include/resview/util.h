@@ -60,6 +60,12 @@ int rv_read_small(const char *path, char *buf, size_t size);
 int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                        const struct stat *st, unsigned flags, struct rv_error *err);
 
+/* Milliseconds of CLOCK_MONOTONIC, for deadlines. */
+long rv_now_ms(void);
+/* Wait until fd is readable (or hung up) or the deadline (rv_now_ms()) has
+ * passed: 1 readable, 0 deadline passed, -1 poll failed. EINTR waits on. */
+int rv_wait_readable(int fd, long deadline);
+
 /* Parse a decimal unsigned/signed integer that fills the whole string. */
 int rv_parse_u64(const char *s, uint64_t *out);
 int rv_parse_i64(const char *s, int64_t *out);
