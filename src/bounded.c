@@ -37,6 +37,7 @@ struct trampoline {
     int (*fn)(void *);
     void *arg;
     int devnull;
+    int keep;       /* handed to the child as descriptor 3; -1 none */
 };
 
 /* Children left behind, still to be reaped; with the key they were working on. */
@@ -67,20 +68,28 @@ static bool fork_only(void)
     return (pre && strstr(pre, "vgpreload")) || getenv("RESVIEW_BOUNDED_FORK");
 }
 
-/* The child holds no descriptor of ours: a child stuck for good must not keep
- * a lock (repair.lock), a pipe (the hook's stdout and stderr, which runc reads
- * to their end) or anything else open. Its own table is a copy (no
- * CLONE_FILES); 0-2 become /dev/null. No allocation here (shared heap). */
-static void drop_fds(int devnull)
+/* The child holds no descriptor of ours (but keep, as 3): a child stuck for
+ * good must not keep a lock (repair.lock), a pipe (the hook's stdout and
+ * stderr, which runc reads to their end) or anything else open. Its own table
+ * is a copy (no CLONE_FILES); 0-2 become /dev/null. No allocation here
+ * (shared heap). */
+static void drop_fds(int devnull, int keep)
 {
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        dup2(devnull, 2);
+    /* out of the way of 0-3 first: keep may be any of them */
+    int k = keep >= 0 ? fcntl(keep, F_DUPFD, 10) : -1;
+    unsigned first = 3;
+
+    for (int fd = 0; fd < 3; fd++) {
+        if (devnull >= 0)
+            dup2(devnull, fd);
+        else
+            close(fd);
     }
-    if (syscall(SYS_close_range, devnull >= 0 ? 3u : 0u, ~0u, 0) < 0) {
+    if (k >= 0 && dup2(k, 3) == 3)
+        first = 4;
+    if (syscall(SYS_close_range, first, ~0u, 0) < 0) {
         long max = sysconf(_SC_OPEN_MAX);
-        for (long fd = devnull >= 0 ? 3 : 0; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+        for (long fd = first; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
             close((int)fd);
     }
 }
@@ -90,7 +99,7 @@ static int child_main(void *p)
     struct trampoline *t = p;
     int r;
 
-    drop_fds(t->devnull);
+    drop_fds(t->devnull, t->keep);
     r = t->fn(t->arg);
     return r < 0 ? 255 : r & 0xff;
 }
@@ -187,11 +196,11 @@ static void leave_behind(unsigned long long key, pid_t pid)
         stuck[n_stuck++] = (struct stuck){ key, pid, rv_now_ms() };
 }
 
-int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
-                       int *status, struct rv_error *err)
+static int run_bounded(unsigned long long key, int keep, int (*fn)(void *arg), void *arg,
+                       int timeout_ms, int *status, struct rv_error *err)
 {
     static int devnull = -2;
-    struct trampoline t = { fn, arg, -1 };
+    struct trampoline t = { fn, arg, -1, keep };
     const int base = CLONE_VM | SIGCHLD;    /* no CLONE_FILES, no CLONE_FS */
     void *stack;
     int pidfd = -1, r;
@@ -279,8 +288,20 @@ int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, 
     return r;
 }
 
+int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
+                       int *status, struct rv_error *err)
+{
+    return run_bounded(key, -1, fn, arg, timeout_ms, status, err);
+}
+
 int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
                    struct rv_error *err)
 {
-    return rv_run_bounded_key(0, fn, arg, timeout_ms, status, err);
+    return run_bounded(0, -1, fn, arg, timeout_ms, status, err);
+}
+
+int rv_run_bounded_fd(unsigned long long key, int keep, int (*fn)(void *arg), void *arg,
+                      int timeout_ms, int *status, struct rv_error *err)
+{
+    return run_bounded(key, keep, fn, arg, timeout_ms, status, err);
 }

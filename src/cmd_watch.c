@@ -10,6 +10,7 @@
 #include "resview/log.h"
 #include "resview/lxcfs.h"
 #include "resview/repair.h"
+#include "resview/viewhold.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +26,6 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static void stamp(char *buf, size_t size)
 {
     time_t t = time(NULL);
@@ -39,12 +33,30 @@ static void stamp(char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 }
 
+/* Hand out the files of the LXCFS of device dev from now on (0: nothing).
+ * Returns what is held. */
+static dev_t hold(const struct rv_config *cfg, struct rv_viewhold_server *vh, dev_t dev)
+{
+    struct rv_viewhold h;
+    struct rv_error err;
+
+    rv_viewhold_init(&h);
+    if (dev && rv_viewhold_open(cfg->lxcfs_root, dev, 1000, &h, &err) < 0) {
+        rv_log(RV_WARN, "watch: %s; hooks look them up themselves", err.msg);
+        dev = 0;
+    }
+    rv_viewhold_publish(vh, &h);
+    return dev;
+}
+
 int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
 {
     struct rv_repair_opts o = { 0 };
     struct sigaction sa;
     cleanup_close int fd = -1;
-    dev_t healed = 0;
+    struct rv_viewhold_server *vh = NULL;
+    struct rv_error verr;
+    dev_t healed = 0, held = 0;
     bool waiting = false;
     uint64_t interval = 60;
     long next_sweep;
@@ -77,9 +89,11 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
         rv_log(RV_ERROR, "watch: open /proc/self/mountinfo: %s", strerror(errno));
         return 1;
     }
+    if (rv_viewhold_serve(cfg, &vh, &verr) < 0)
+        rv_log(RV_WARN, "watch: %s; hooks look the LXCFS files up themselves", verr.msg);
     printf("watching `%s` for LXCFS\n", cfg->lxcfs_root);
     fflush(stdout);
-    next_sweep = now_ms() + (long)interval * 1000;
+    next_sweep = rv_now_ms() + (long)interval * 1000;
     while (!stop) {
         struct rv_lxcfs lx;
         struct rv_error err;
@@ -90,6 +104,8 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             rv_log(RV_WARN, "watch: %s", err.msg);
             lx.live = lx.mounted = false;
         }
+        if (vh && (lx.live ? lx.dev != held : held != 0))
+            held = hold(cfg, vh, lx.live ? lx.dev : 0);
         if (lx.live && lx.dev != healed) {
             struct rv_repair_stats st;
             stamp(ts, sizeof(ts));
@@ -109,7 +125,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             fflush(stdout);
         } else if (lx.live) {
             waiting = false;
-            if (interval && now_ms() >= next_sweep) {
+            if (interval && rv_now_ms() >= next_sweep) {
                 struct rv_repair_stats st;
                 FILE *quiet = fopen("/dev/null", "w");
                 if (quiet && rv_repair(cfg, &o, &st, quiet, &err) == 0 &&
@@ -127,13 +143,15 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             waiting = lx.mounted;
             healed = 0;
         }
-        if (interval && now_ms() >= next_sweep)
-            next_sweep = now_ms() + (long)interval * 1000;
-        if (poll(&p, 1, waiting ? RETRY_MS : interval ? (int)(next_sweep - now_ms()) : -1) < 0 &&
+        if (interval && rv_now_ms() >= next_sweep)
+            next_sweep = rv_now_ms() + (long)interval * 1000;
+        if (poll(&p, 1, waiting ? RETRY_MS : interval ? (int)(next_sweep - rv_now_ms()) : -1) < 0 &&
             errno != EINTR) {
             rv_log(RV_ERROR, "watch: poll: %s", strerror(errno));
+            rv_viewhold_unlink(vh);
             return 1;
         }
     }
+    rv_viewhold_unlink(vh);
     return 0;
 }

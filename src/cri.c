@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 
 #define H2_DATA 0x0
 #define H2_HEADERS 0x1
@@ -33,17 +32,10 @@
 #define FRAME_MAX (1u << 24)        /* the largest frame length HTTP/2 can express */
 #define RESP_MAX (16u << 20)
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static int wait_io(int fd, short events, long deadline, struct rv_error *err)
 {
     for (;;) {
-        long left = deadline - now_ms();
+        long left = deadline - rv_now_ms();
         struct pollfd p = { .fd = fd, .events = events };
         if (left <= 0)
             return rv_fail(err, ETIMEDOUT, "CRI");
@@ -150,7 +142,7 @@ int rv_grpc_call(const char *socket_path, const char *method, const void *req, s
 {
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    long deadline = now_ms() + timeout_ms;
+    long deadline = rv_now_ms() + timeout_ms;
     cleanup_close int fd = -1;
     cleanup_free unsigned char *hdr = NULL, *data = NULL;
     cleanup_free char *body = NULL;

@@ -9,6 +9,7 @@
 #include "resview/log.h"
 #include "resview/spec.h"
 #include "resview/state.h"
+#include "resview/viewhold.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,8 +244,9 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
             strcmp(job->req.views[i].why, "not offered by LXCFS") != 0)
             rv_log(RV_WARN, "LXCFS view /%s skipped: %s", job->req.views[i].dst,
                    job->req.views[i].why);
-    rv_log(RV_DEBUG, "LXCFS views: %u mounted, %u already there, %u skipped (pid %d, rootfs `%s` "
-           "found as the %s)", job->req.n_mounted, job->req.n_present, job->req.n_skipped,
+    rv_log(RV_DEBUG, "LXCFS views: %u mounted (%u cloned from files watch holds), %u already "
+           "there, %u skipped (pid %d, rootfs `%s` found as the %s)", job->req.n_mounted,
+           job->req.n_held, job->req.n_present, job->req.n_skipped,
            (int)job->req.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
     record(cfg, id, &job->req, "ok", NULL);
     return 0;
@@ -263,6 +265,7 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     /* an earlier hook's probe still waits for LXCFS: so would ours (the child
      * then only notes the rootfs) */
     job->lxcfs_stuck = stuck != 0;
+    snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->state_dir, RV_VIEWHOLD_SOCK);
     if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
         job->req.n_failed = job->req.n;
         if (job->lx.live)

@@ -3,6 +3,7 @@
 #include "resview/inject.h"
 #include "resview/bounded.h"
 #include "resview/syscalls.h"
+#include "resview/viewhold.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -295,12 +296,26 @@ struct src_dirs {
     unsigned n;
 };
 
-static int open_src_tree(int lxroot, const char *src, struct src_dirs *d)
+static int open_src_tree(int lxroot, const char *src, struct src_dirs *d,
+                         const struct rv_viewhold *held, unsigned *n_held)
 {
     const char *slash = strrchr(src, '/');
     size_t len = slash ? (size_t)(slash - src) : 0;
     unsigned i;
-    int dfd = lxroot;
+    int dfd = rv_viewhold_fd(held, src);
+
+    /* held open by watch: a clone without a lookup (else looked up below);
+     * or known to be absent */
+    if (dfd >= 0) {
+        int fd = rv_open_tree(dfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (fd >= 0) {
+            ++*n_held;
+            return fd;
+        }
+    } else if (errno == ENOENT) {
+        return -1;
+    }
+    dfd = lxroot;
 
     if (slash) {
         for (i = 0; i < d->n; i++)
@@ -403,11 +418,14 @@ int rv_inject_run(struct rv_inject *req)
     };
     bool legacy = req->legacy_bind, work = false;
     struct src_dirs dirs = { .n = 0 };
+    struct rv_viewhold held;
     int r = 0;
 
     req->gone = req->refused = false;
     req->error[0] = '\0';
     req->n_mounted = req->n_present = req->n_skipped = req->n_failed = req->n_detached = 0;
+    req->n_held = 0;
+    rv_viewhold_init(&held);
     for (unsigned i = 0; i < req->n; i++)
         trees[i] = -1;
     /* Pin the process: everything below goes through this /proc/PID directory. */
@@ -458,10 +476,12 @@ int rv_inject_run(struct rv_inject *req)
     if (!work)
         goto count;
     /* Clones of the LXCFS files, made here, where they are visible. */
+    if (req->holder[0] && !legacy)
+        rv_viewhold_get(req->holder, req->live_dev, &held);
     for (unsigned i = 0; i < req->n && !legacy; i++) {
         if (req->views[i].state != RV_VIEW_TODO)
             continue;
-        trees[i] = open_src_tree(lxroot, req->views[i].src, &dirs);
+        trees[i] = open_src_tree(lxroot, req->views[i].src, &dirs, &held, &req->n_held);
         if (trees[i] < 0 && errno == ENOSYS) {
             legacy = true;
             break;
@@ -491,6 +511,7 @@ int rv_inject_run(struct rv_inject *req)
             inject_one(req, v, rootfd, procfd, legacy ? -1 : trees[i]);
     }
 count:
+    rv_viewhold_close(&held);
     for (unsigned i = 0; i < dirs.n; i++)
         if (dirs.fd[i] >= 0)
             close(dirs.fd[i]);

@@ -44,6 +44,10 @@ int rv_run_bounded(int (*fn)(void *arg), void *arg, int timeout_ms, int *status,
  * stuck child per key. */
 int rv_run_bounded_key(unsigned long long key, int (*fn)(void *arg), void *arg, int timeout_ms,
                        int *status, struct rv_error *err);
+/* The same, handing the child the descriptor keep as its descriptor 3 (a
+ * socket to send back what it opened: its table is its own). */
+int rv_run_bounded_fd(unsigned long long key, int keep, int (*fn)(void *arg), void *arg,
+                      int timeout_ms, int *status, struct rv_error *err);
 /* Children left behind by this process that are still stuck (reaps those
  * that ended). */
 unsigned rv_bounded_stuck(void);

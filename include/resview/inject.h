@@ -51,6 +51,9 @@ struct rv_inject {
     ino_t root_ino;                  /* to recognise it when the host path is gone */
     char lxcfs_root[PATH_MAX];
     dev_t live_dev;
+    char holder[PATH_MAX];           /* views.sock of `resview watch`, to clone the LXCFS
+                                        files from descriptors it holds (viewhold.h);
+                                        "" or no answer: look them up */
     bool replace_foreign;            /* detach FUSE mounts of other devices at a target */
     dev_t keep_devs[RV_KEEP_DEVS_MAX];   /* never detach these (other live LXCFS) */
     unsigned n_keep;
@@ -73,6 +76,7 @@ struct rv_inject {
                                         "rootfs path" (before it) */
     char error[RV_ERRMSG_MAX];       /* a failure of the whole request */
     unsigned n_mounted, n_present, n_skipped, n_failed, n_detached;
+    unsigned n_held;                 /* of the clones, made from held descriptors */
 };
 
 /* Add a view; -1 if full or a path is too long. */
