@@ -21,6 +21,13 @@ lxcfs_start "$LXCFS_DIR" || exit 1
 t_cleanup "lxcfs_stop '$LXCFS_DIR'"
 rv_config "$T/config.json" "{\"log\": {\"level\": \"warn\"}, \"state_dir\": \"$T/run/state\"}"
 jq '.runtimes = ["runc"]' "$T/config.json" >"$T/cfg-runc.json"
+# As deployed (the node agent, the systemd unit): `resview watch` runs and
+# holds the LXCFS files for the hook; one arm without it (its own state
+# directory, where nothing holds them): the hook looks them up.
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 0 >/dev/null 2>&1 & WATCH=$!
+t_cleanup "kill $WATCH"
+for _ in $(seq 100); do [ -S "$T/run/state/views.sock" ] && break; sleep 0.05; done
+jq --arg s "$T/run/state-nowatch" '.state_dir = $s' "$T/cfg-runc.json" >"$T/cfg-runc-nowatch.json"
 jq --arg c "$CRUN_V1" '.runtimes = [$c]' "$T/config.json" >"$T/cfg-crun.json"
 ARMS=()
 # Two more arms take resview's cost apart (runc only): any prestart hook, a
@@ -28,7 +35,7 @@ ARMS=()
 # without the views is the shim alone.
 printf 'int main(void) { return 0; }\n' >"$T/noop.c"
 musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" || exit 1
-for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc \
+for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc resview-nowatch+runc \
            crun glibc-exec+crun musl-exec+crun resview+crun; do
     mkdir -p "$T/run/bundle-$arm"
     rv_rootfs "$T/run/bundle-$arm/rootfs"
@@ -47,6 +54,7 @@ RUNC=$(command -v runc)
 echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
 echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
 echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's cost to the runtime); resview-noviews+runc: the shim alone"
+echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed; resview-nowatch+runc: without it (the hook looks them up)"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
@@ -54,6 +62,7 @@ echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's c
     "resview+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r2|runc --root $T/r2" \
     "noop-hook+runc=runc --root $T/r9" \
     "resview-noviews+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r10|runc --root $T/r10" \
+    "resview-nowatch+runc=RESVIEW_CONFIG=$T/cfg-runc-nowatch.json $SHIM --root $T/r11|runc --root $T/r11" \
     "crun=$CRUN_V1 --root $T/r3" \
     "glibc-exec+crun=$T/passthrough-glibc $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
     "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \

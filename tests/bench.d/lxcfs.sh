@@ -1,6 +1,7 @@
 #!/bin/bash
 # LXCFS views: the hook alone (wall time per run: as the shim's entry runs it,
-# with root.path handed over; reading config.json, as from a hooks.d file;
+# with root.path handed over; the same with `resview watch` holding the LXCFS
+# files; reading config.json, as from a hooks.d file;
 # interleaved with an opted-out run that only pays exec + config + spec; peak
 # RSS); `resview repair` of 100 running containers (half runc, half enroot
 # jobs of a user) whose views went stale when LXCFS was killed and restarted;
@@ -20,7 +21,14 @@ t_cleanup "rm -rf $STATE"
 rv_config "$T/config.json" "{\"log\": {\"level\": \"warn\"}, \"state_dir\": \"$STATE\"}"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 
-# 1. The hook alone, against a fresh mount namespace each run.
+# 1. The hook alone, against a fresh mount namespace each run; once more with
+#    `resview watch` holding the LXCFS files (its own state directory).
+STATE_HELD=$(mktemp -d /dev/shm/resview-bench.XXXXXX)
+t_cleanup "rm -rf $STATE_HELD"
+jq --arg s "$STATE_HELD" '.state_dir = $s' "$T/config.json" >"$T/config-held.json"
+RESVIEW_CONFIG=$T/config-held.json "$CLI" watch --interval 0 >/dev/null 2>&1 & HOLDER=$!
+t_cleanup "kill $HOLDER"
+for _ in $(seq 100); do [ -S "$STATE_HELD/views.sock" ] && break; sleep 0.05; done
 mkdir -p "$T/hb"
 rv_rootfs "$T/hb/rootfs"
 touch "$T/hb/rootfs/proc/"{cpuinfo,meminfo,stat,uptime,loadavg,swaps,diskstats,slabinfo}
@@ -51,11 +59,13 @@ echo "== resview-hook alone ($(basename "$(dirname "$HOOK_B")")/resview-hook), $
 /usr/bin/python3 - "$ROUNDS" "$HOOK_B" "$T" <<'PY'
 import json, os, random, statistics, subprocess, sys, time
 rounds, hook, T = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-env = {"RESVIEW_CONFIG": T + "/config.json"}
-arms = {"views, handed over (9 mounted)": (T + "/hb", ["--rootfs=rootfs"]),
-        "views, spec read (9 mounted)": (T + "/hb", []),
-        "opted out (exec+config+spec)": (T + "/hb-off", []),
-        "a static musl no-op (exec floor)": (T + "/hb-off", [], T + "/noop-musl")}
+# arm: bundle, arguments, program, configuration
+cfg, held = T + "/config.json", T + "/config-held.json"
+arms = {"views, handed over (9 mounted)": (T + "/hb", ["--rootfs=rootfs"], hook, cfg),
+        "views, spec read (9 mounted)": (T + "/hb", [], hook, cfg),
+        "opted out (exec+config+spec)": (T + "/hb-off", [], hook, cfg),
+        "a static musl no-op (exec floor)": (T + "/hb-off", [], T + "/noop-musl", cfg),
+        "views, handed over, files held": (T + "/hb", ["--rootfs=rootfs"], hook, held)}
 times = {a: [] for a in arms}; rss = {a: 0 for a in arms}
 for i in range(rounds + 3):
     order = list(arms); random.shuffle(order)
@@ -66,8 +76,9 @@ for i in range(rounds + 3):
         state = json.dumps({"id": "bench-%d" % i, "pid": ns.pid, "bundle": arms[a][0]}).encode()
         r, w = os.pipe(); os.write(w, state); os.close(w)
         t0 = time.perf_counter_ns()
-        prog = arms[a][2] if len(arms[a]) > 2 else hook
-        pid = os.posix_spawn(prog, [prog] + arms[a][1], env, file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)])
+        prog = arms[a][2]
+        pid = os.posix_spawn(prog, [prog] + arms[a][1], {"RESVIEW_CONFIG": arms[a][3]},
+                             file_actions=[(os.POSIX_SPAWN_DUP2, r, 0)])
         _, status = os.waitpid(pid, 0)
         dt = time.perf_counter_ns() - t0
         os.close(r); ns.kill(); ns.wait()
@@ -82,8 +93,8 @@ for a in arms:
     while os.readlink("/proc/%d/ns/mnt" % ns.pid) == os.readlink("/proc/self/ns/mnt"):
         time.sleep(0.001)
     state = json.dumps({"id": "bench-rss", "pid": ns.pid, "bundle": arms[a][0]}).encode()
-    out = subprocess.run([T + "/rss", arms[a][2] if len(arms[a]) > 2 else hook] + arms[a][1], input=state,
-                         env=env, capture_output=True)
+    out = subprocess.run([T + "/rss", arms[a][2]] + arms[a][1], input=state,
+                         env={"RESVIEW_CONFIG": arms[a][3]}, capture_output=True)
     ns.kill(); ns.wait()
     rss[a] = int(out.stderr.decode().strip().splitlines()[-1])
 for a in arms:
@@ -92,6 +103,7 @@ m = [statistics.median(times[a]) for a in arms]
 print("%-30s %.3f ms" % ("views (handed over) over opted out", m[0] - m[2]))
 print("%-30s %.3f ms" % ("reading config.json", m[1] - m[0]))
 print("%-30s %.3f ms" % ("opted out over the exec floor", m[2] - m[3]))
+print("%-30s %.3f ms" % ("views (handed over): files held by watch over looked up", m[4] - m[0]))
 PY
 
 # 2. repair of N containers with stale views: half runc containers (root's

@@ -14,7 +14,8 @@
  *   fuse-probe options DIR       allow_other, another user_id, unknown options, rootmode
  *   fuse-probe umount PATH...    umount2(PATH, 0) and (PATH, MNT_DETACH)
  *   fuse-probe strings DIR       unterminated, oversized strings, bad pointers
- *   fuse-probe race DIR N        N mounts while another thread flips the type
+ *   fuse-probe race DIR N        N mounts (more until both outcomes happened, at
+ *                                most 20 N) while another thread flips the type
  *                                and target strings: "race mounted M refused R bad B"
  *   fuse-probe loop DIR N        N times: mount, umount: "loop N ok K"
  *   fuse-probe hold DIR          mount, print "held", wait for stdin to close, unmount
@@ -268,7 +269,9 @@ static void race(const char *dir, int n)
     snprintf(race_dir, sizeof(race_dir), "%s", dir);
     memcpy(race_target, race_dir, strlen(race_dir) + 1);
     pthread_create(&t, NULL, flipper, NULL);
-    for (int i = 0; i < n; i++) {
+    /* n tries, and on until both outcomes have happened (at most 20 n): how
+     * often the broker reads a flipped string is luck of the timing */
+    for (int i = 0; i < n || ((!mounted || !refused) && i < 20 * n); i++) {
         int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
         fuse_opts(opts, sizeof(opts), fd, NULL);
         if (mount("probe", race_target, race_type, 0, opts) < 0) {
