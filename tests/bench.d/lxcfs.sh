@@ -5,7 +5,7 @@
 # interleaved with an opted-out run that only pays exec + config + spec; peak
 # RSS); `resview repair` of 100 running containers (half runc, half enroot
 # jobs of a user) whose views went stale when LXCFS was killed and restarted;
-# `delete` with records (fork + wait) beside one without. Medians; no
+# `delete` with records (spawn + wait) beside one without. Medians; no
 # thresholds.
 source "$(dirname "$0")/../lib/common.sh"
 ROUNDS=${ROUNDS:-50}
@@ -150,7 +150,7 @@ read -r wall cpu < <(timed "$CLI" repair)
 echo "repair with nothing to do ($N healthy): $wall ms ($cpu ms CPU)"
 
 # 3. delete of a container with records: the runtime runs as the shim's
-#    child and the records go once it succeeded (fork + wait + removal),
+#    child and the records go once it succeeded (spawn + wait + removal),
 #    beside a delete without records (the shim execs the runtime). Next
 #    runtime: a static no-op; interleaved; medians.
 printf 'int main(void) { return 0; }\n' >"$T/noop.c"
@@ -164,7 +164,7 @@ echo "== resview-runtime delete ($(basename "$(dirname "$SHIM_B")")), next runti
 import os, random, resource, statistics, subprocess, sys, time
 rounds, shim, cfg, state = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 env = {"RESVIEW_CONFIG": cfg}
-times = {"with records (fork, wait, remove)": [], "without records (exec)": []}
+times = {"with records (spawn, wait, remove)": [], "without records (exec)": []}
 cpu = {a: [] for a in times}   # user + system time of the shim and its child: steadier on a busy machine
 def used():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
