@@ -148,14 +148,11 @@ static void worker_take_fd(void)
     struct iovec iov = { &c, 1 };
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
                           .msg_controllen = sizeof(cbuf) };
-    struct cmsghdr *cm;
     ssize_t r = recvmsg(W.ctl, &msg, MSG_CMSG_CLOEXEC);
 
     if (r <= 0)
         _exit(0);   /* the supervisor is gone or retired us */
-    cm = CMSG_FIRSTHDR(&msg);
-    if (cm && cm->cmsg_type == SCM_RIGHTS && W.n_notify < MAX_NOTIFY)
-        memcpy(&W.notify[W.n_notify++], CMSG_DATA(cm), sizeof(int));
+    W.n_notify = (int)rv_msg_take_fds(&msg, W.notify, (unsigned)W.n_notify, MAX_NOTIFY);
 }
 
 static void worker_serve(int nfd)
@@ -369,7 +366,6 @@ static int conn_read(struct conn *c)
     char cbuf[CMSG_SPACE(sizeof(int) * CONN_FDS)];
     struct iovec iov;
     struct msghdr msg;
-    struct cmsghdr *cm;
     ssize_t r;
 
     for (;;) {
@@ -389,19 +385,7 @@ static int conn_read(struct conn *c)
             continue;
         if (r < 0)
             return errno == EAGAIN ? 0 : 1;
-        for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                continue;
-            size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t k = 0; k < n; k++) {
-                int fd;
-                memcpy(&fd, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-                if (c->nfds < CONN_FDS)
-                    c->fds[c->nfds++] = fd;
-                else
-                    close(fd);
-            }
-        }
+        c->nfds = (int)rv_msg_take_fds(&msg, c->fds, (unsigned)c->nfds, CONN_FDS);
         if (r == 0)
             return 1;
         c->len += (size_t)r;

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -249,6 +250,24 @@ fail:
     if (named)
         unlinkat(dirfd, tmp, 0);
     return -1;
+}
+
+unsigned rv_msg_take_fds(struct msghdr *m, int *fds, unsigned n, unsigned max)
+{
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (n < max)
+                fds[n++] = fd;
+            else
+                close(fd);
+        }
+    }
+    return n;
 }
 
 long rv_now_ms(void)

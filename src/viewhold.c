@@ -97,9 +97,8 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out)
     struct iovec iov = { &w, sizeof(w) };
     struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
                         .msg_controllen = sizeof(u.buf) };
-    struct cmsghdr *cm;
     int fds[RV_LXCFS_FILES_MAX];
-    unsigned nfd = 0;
+    unsigned nfd;
     ssize_t r;
     bool ok;
 
@@ -107,19 +106,7 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out)
     r = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
     if (r < 0)
         return -1;
-    for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < k; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            if (nfd < RV_LXCFS_FILES_MAX)
-                fds[nfd++] = fd;
-            else
-                close(fd);
-        }
-    }
+    nfd = rv_msg_take_fds(&m, fds, 0, RV_LXCFS_FILES_MAX);
     ok = r == (ssize_t)sizeof(w) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
          w.magic == MAGIC && w.n == nfd && w.n <= rv_lxcfs_ncandidates;
     for (unsigned i = 0; ok && i < w.n; i++)

@@ -60,6 +60,11 @@ int rv_read_small(const char *path, char *buf, size_t size);
 int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len,
                        const struct stat *st, unsigned flags, struct rv_error *err);
 
+/* The descriptors a received message carries (SCM_RIGHTS): appended to
+ * fds[n..max), every one beyond max closed. Returns the new count. */
+struct msghdr;
+unsigned rv_msg_take_fds(struct msghdr *m, int *fds, unsigned n, unsigned max);
+
 /* Milliseconds of CLOCK_MONOTONIC, for deadlines. */
 long rv_now_ms(void);
 /* Wait until fd is readable (or hung up) or the deadline (rv_now_ms()) has
