@@ -40,17 +40,20 @@ static int start_broker(const struct rv_config *cfg, const struct rv_args *a, js
                         struct rv_error *err)
 {
     const char *chain = getenv(RV_CHAIN_ENV), *old = rv_fuse_listener(root);
+    cleanup_json json_t *volumes = NULL;
     char path[PATH_MAX];
 
     if (!a->id)
         return rv_fail(err, 0, "FUSE: no container id on the command line");
     if (chain && *chain && old && rv_broker_serves(cfg, a->id, old))
         return rv_fuse_set_listener(root, old, a->id, err);
-    if (rv_broker_spawn(cfg, a->id, NULL, path, sizeof(path), err) < 0)
+    if (!(volumes = rv_fuse_volumes(root)))
+        return rv_fail(err, ENOMEM, "FUSE: volumes");
+    if (rv_broker_spawn(cfg, a->id, NULL, volumes, path, sizeof(path), err) < 0)
         return -1;
     {
         /* for exec sessions, should this broker be killed (rv_broker_revive) */
-        cleanup_json json_t *rec = json_pack("{s:s}", "socket", path);
+        cleanup_json json_t *rec = json_pack("{s:s,s:O}", "socket", path, "volumes", volumes);
         struct rv_error e2;
         if (!rec || rv_state_write(cfg, a->id, RV_BROKER_RECORD, rec, &e2) < 0)
             rv_log(RV_WARN, "fuse: broker socket not recorded: %s", rec ? e2.msg : "no memory");
