@@ -445,7 +445,8 @@ static void conn_payload(struct conn *c, json_t *st)
     json_array_foreach(fds, i, v)
         if (json_is_string(v) && strcmp(json_string_value(v), "seccompFd") == 0)
             idx = (int)i;
-    if (idx < 0 || idx >= c->nfds || pid <= 0 || pid > INT32_MAX) {
+    /* crun's exec (1.8) sends state.pid 0: the init we know already */
+    if (idx < 0 || idx >= c->nfds || pid < 0 || pid > INT32_MAX || (pid == 0 && B.init_pid == 0)) {
         rv_log(RV_WARN, "fuse broker: state without a seccomp fd or pid: ignored");
         return;
     }
@@ -459,7 +460,7 @@ static void conn_payload(struct conn *c, json_t *st)
         B.init_pidfd = rv_pidfd_open(B.init_pid, 0);
         B.init_gone = B.init_pidfd < 0;
         container_of_init();
-    } else if (B.init_pid != (pid_t)pid) {
+    } else if (pid != 0 && B.init_pid != (pid_t)pid) {
         rv_log(RV_WARN, "fuse broker: a runtime sent init pid %lld, not %d: ignored",
                (long long)pid, (int)B.init_pid);
         return;
@@ -751,7 +752,7 @@ int rv_broker_main(int argc, char **argv)
     /* the worker blocks on a full pipe rather than lose a record; we never block */
     fcntl(B.records[1], F_SETFL, 0);
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
-    rv_log(RV_INFO, "fuse broker: listening on %s", B.socket);
+    rv_log(RV_INFO, "fuse broker: listening on %s (%zu volumes a FUSE mount may go on, at most %u mounts)", B.socket, B.n_volumes, B.max_mounts);
     {
         /* sockets of brokers killed earlier: off the container's start path */
         char dir[PATH_MAX], *slash;

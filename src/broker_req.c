@@ -859,6 +859,7 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
     struct mount_args a;
     struct caller c;
     const char *why = "";
+    bool uncharged;
     int pre, r;
 
     a.fstype[0] = a.source[0] = a.target[0] = a.data[0] = '\0';
@@ -889,10 +890,15 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         r = GONE;
     caller_close(&c);
     free(pl.mountinfo);
-    if (charge(ctx, false) < 0)
+    uncharged = charge(ctx, false) == 0;
+    /* Back home: the mount namespace (which also resets root and cwd). Only
+     * then log: the log file is opened by its path, which inside the
+     * container would name whatever the tenant put there. */
+    if (setns(ctx->home_mntns, CLONE_NEWNS) < 0)
+        return -1;
+    if (!uncharged)
         rv_log(RV_WARN, "fuse broker: cannot go back to the broker's own cgroups: %s",
                strerror(errno));
     log_result(ctx, n, call, &a, r, why);
-    /* back home: the mount namespace (which also resets root and cwd) */
-    return setns(ctx->home_mntns, CLONE_NEWNS) < 0 ? -1 : 0;
+    return 0;
 }
