@@ -20,17 +20,15 @@ static const struct rv_json_want resources_members[] = {
 };
 static const struct rv_json_want linux_members[] = {
     { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
-    { "seccomp", NULL }, { "maskedPaths", NULL }, { "readonlyPaths", NULL }, { NULL, NULL },
+    { "seccomp", NULL }, { NULL, NULL },
 };
 static const struct rv_json_want root_members[] = { { "path", NULL }, { NULL, NULL } };
 const struct rv_json_want rv_spec_members[] = {
     { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
-    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
+    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
 };
-/* The same but what only the FUSE grant reads: linux.seccomp (most of a spec
- * with a default profile), and the mounts and masked and read-only paths
- * (where a FUSE mount may go). What rv_spec_load loads (rv_spec_load_all adds
- * them). */
+/* The same but linux.seccomp, most of a spec with a default profile, which
+ * only the FUSE grant reads: what rv_spec_load loads (rv_spec_load_all adds it). */
 static const struct rv_json_want linux_members_base[] = {
     { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
     { NULL, NULL },
