@@ -636,11 +636,13 @@ static unsigned blocked_workers(void)
 }
 
 /* The container is gone. A FUSE connection we made for it may still have
- * waiters, ours among them (a request blocked on a tenant's daemon): abort
- * each connection of a mount we made that is still in the container's mount
- * namespace (held, so those mounts, their superblocks and their device
- * numbers are still theirs), through fusectl. Then say what was done: in the
- * log, and in <socket>.exit for the shim's delete and `resview doctor`. */
+ * waiters, ours among them (a request blocked on a tenant's daemon whose
+ * descriptor lives on outside the container): abort each connection of a
+ * mount we made that is still in the container's mount namespace (held, so
+ * those mounts, their superblocks and their device numbers are still theirs),
+ * through fusectl. Then say what was done: in the log, and when requests were
+ * still waiting or a worker was blocked, in <socket>.exit for the shim's
+ * delete and `resview doctor`. */
 static void exit_report(void)
 {
     unsigned aborted = 0, blocked = blocked_workers();
@@ -657,31 +659,35 @@ static void exit_report(void)
     }
     if (ctl >= 0 && setns(B.mntns, CLONE_NEWNS) == 0) {
         cleanup_free char *text = rv_broker_read_proc(B.hostproc, "thread-self/mountinfo");
-        if (text)
-            for (size_t i = 0; i < B.mounts.n; i++) {
-                const struct rv_broker_mount *m = &B.mounts.m[i];
-                unsigned maj, min;
-                bool shared;
-                char fstype[256], p[64];
-                int fd;
-                if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min,
-                                      &shared) < 0 || maj != m->dev_major || min != m->dev_minor ||
-                    strncmp(fstype, "fuse", 4) != 0)
-                    continue;
-                /* fusectl names a connection by the kernel's dev_t */
-                snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
-                if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
-                    continue;
-                if (write(fd, "1", 1) == 1)
-                    aborted++;
+        for (size_t i = 0; text && i < B.mounts.n; i++) {
+            const struct rv_broker_mount *m = &B.mounts.m[i];
+            char fstype[256], p[64], waiting[32] = "";
+            unsigned maj, min;
+            bool shared;
+            int fd;
+            if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
+                maj != m->dev_major || min != m->dev_minor || strncmp(fstype, "fuse", 4) != 0)
+                continue;
+            /* fusectl names a connection by the kernel's dev_t */
+            snprintf(p, sizeof(p), "%u/waiting", (maj << 20) | min);
+            if ((fd = openat(ctl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
+                if (read(fd, waiting, sizeof(waiting) - 1) < 0)
+                    waiting[0] = '\0';
                 close(fd);
             }
+            snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
+            if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
+                continue;
+            if (write(fd, "1", 1) == 1 && atoi(waiting) > 0)
+                aborted++;   /* one with requests still waiting */
+            close(fd);
+        }
         setns(B.home_mntns, CLONE_NEWNS);
     }
     rv_log(aborted || blocked ? RV_WARN : RV_INFO,
-           "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left, %u "
-           "connections aborted, %u workers were blocked in a request", B.mounts.n, aborted,
-           blocked);
+           "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left (their "
+           "connections aborted), %u of them with requests still waiting, %u workers were "
+           "blocked in a request", B.mounts.n, aborted, blocked);
     if ((aborted || blocked) &&
         rv_snprintf(line, sizeof(line), "aborted=%u blocked=%u mounts=%zu\n", aborted, blocked,
                     B.mounts.n) >= 0)

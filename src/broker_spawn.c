@@ -244,6 +244,29 @@ void rv_broker_report(const struct rv_config *cfg, const char *id)
            "system that did not answer)", sock, note);
 }
 
+int rv_broker_exit_notes(const struct rv_config *cfg, char *last, size_t size)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 256], note[200];
+    struct dirent *de;
+    int n = 0;
+    DIR *d;
+
+    *last = '\0';
+    if (rv_snprintf(dir, sizeof(dir), "%s/%s", cfg->state_dir, RV_BROKER_DIR) < 0 || !(d = opendir(dir)))
+        return -1;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".exit") != 0 ||
+            rv_snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < 0 ||
+            rv_read_small(path, note, sizeof(note)) < 0)
+            continue;
+        n++;
+        rv_snprintf(last, size, "%.*s: %s", (int)(l - 5), de->d_name, note);
+    }
+    closedir(d);
+    return n;
+}
+
 static void say(int fd, const char *fmt, ...) RV_PRINTF(2, 3);
 static void say(int fd, const char *fmt, ...)
 {

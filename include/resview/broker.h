@@ -48,6 +48,9 @@ void rv_broker_exit_note(const char *sock, const char *text);
 #define RV_BROKER_EXIT_WAIT_MS 1000
 void rv_broker_report(const struct rv_config *cfg, const char *id);
 
+/* Exit notes no delete collected (doctor): how many, and one of them in last. */
+int rv_broker_exit_notes(const struct rv_config *cfg, char *last, size_t size);
+
 /* Remove the sockets of brokers that were killed from dir (<state_dir>/fuse). */
 void rv_broker_sweep(const char *dir);
 

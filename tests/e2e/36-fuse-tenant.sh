@@ -16,6 +16,8 @@
 #  3. mount strings in a mapping of a file whose READ is never answered:
 #     every worker ends up blocked, new calls get EAGAIN (not a wait); the
 #     daemon killed, the broker serves again.
+#     The daemon's descriptor held outside the container: the broker aborts
+#     the connection when the container is gone, and the delete reports it.
 #  4. 70 mounts: the 65th gets ENOSPC (fuse.max_mounts); the kernel memory
 #     of the mounts is charged to the container's memory cgroup, not to the
 #     runtime's.
@@ -177,6 +179,36 @@ for rt in runc crun; do
     t_contains "$rt saturated: the blocked calls returned (EFAULT)" "$out" "8 mmap-mount EFAULT"
 done
 
+# 3b. The same daemon's descriptor held outside the container (here by a
+#     host process): the container's end does not abort its connection, so
+#     the broker does, and the delete says so.
+HELD='fuse-hang --hang read /mnt/q >/tmp/q.out 2>&1 &
+for i in $(seq 1 100); do grep -q ready /tmp/q.out && break; sleep 0.1; done
+fuse-probe mmap-mounts /mnt/q/f /mnt/tmp 2 >/tmp/mm.out; touch /ctl/held-$RT; sleep 3600'
+for rt in runc crun; do
+    id=held-$rt-$$
+    b=$T/b-held-$rt
+    make_bundle "$b" "RT=$rt; $HELD"
+    run_shim "$rt" "$id" "$b" >/dev/null 2>&1 & bg=$!
+    wait_file "$T/ctl/held-$rt"
+    q=$(pgrep -f "fuse-hang --hang read /mnt/q" | while read -r p; do
+        [ "$(readlink "/proc/$p/root")" = "$b/rootfs" ] && echo "$p"; done | head -1)
+    qfd=$(ls -l "/proc/$q/fd" 2>/dev/null | awk '$NF == "/dev/fuse" {print $9}' | head -1)
+    "$T/fuse-hang" --grab "$q" "$qfd" >"$T/grab.out" 2>&1 & grab=$!
+    t_cleanup "kill $grab"
+    blocked() { grep "id=$id" "$T/resview.log" | grep -q "inside one request"; }
+    t_ok "$rt held: a worker is blocked reading the caller's mapping (the daemon's fd held on the host: $(cat "$T/grab.out"))" \
+        wait_for 20 blocked
+    $(rt_cmd "$rt") kill "$id" KILL; wait $bg
+    (cd "$b" && RESVIEW_CONFIG=$T/config.json.$rt "$RUNTIME" --root "$T/$rt-root" delete -f "$id")
+    gone() { [ "$(brokers_of "$id")" = 0 ]; }
+    t_ok "$rt held: the container gone, its broker aborts the connection and exits, no process left" wait_for 10 gone
+    t_eq "$rt held: nothing of ours in D state" "$(d_state)" "0"
+    t_contains "$rt held: the delete logs what the broker aborted" \
+        "$(grep "id=$id" "$T/resview.log" | grep 'delete: the FUSE broker')" "aborted=1 blocked="
+    kill $grab; wait $grab 2>/dev/null
+done
+
 # 4. The cap, and who pays.
 CAP='touch /ctl/cap-ready-$RT; while [ ! -e /ctl/cap-start-$RT ]; do sleep 0.1; done
 fuse-probe mounts /mnt/m 70; touch /ctl/capped-$RT; while [ ! -e /ctl/cap-go-$RT ]; do sleep 0.1; done'
@@ -212,7 +244,8 @@ for rt in runc crun; do
     for i in $(seq 1 20); do
         r=$(cd "$b" && RESVIEW_CONFIG=$T/config.json.$rt timeout 20 "$RUNTIME" --root "$T/$rt-root" exec "$id" \
             /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /mnt/fuse/hello && umount /mnt/fuse' 2>&1)
-        [ "$r" = "hello through fuse" ] && ok=$((ok + 1))
+        [ "$r" = "hello through fuse" ] || { echo "# exec $i: $r"; break; }
+        ok=$((ok + 1))
     done
     touch "$T/ctl/execs-done-$rt"; wait $bg
     t_eq "$rt: 20 execs in a row, each ending before the next, each mounts and unmounts" "$ok" "20"

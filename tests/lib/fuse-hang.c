@@ -27,6 +27,11 @@
  * the very connection that must answer it); each prints "spawned-mount I
  * RESULT" when its call returns.
  *
+ * fuse-hang --grab PID FD: take descriptor FD of process PID (pidfd_getfd),
+ * print "grabbed", and hold it until killed: a FUSE connection whose
+ * descriptor lives on outside its container, so that the kernel does not
+ * abort it when the container's processes are gone.
+ *
  * Prints "ready" on stdout once INIT is answered. Needs root (mount(2)). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +44,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -221,6 +227,17 @@ int main(int argc, char **argv)
     char opts[256];
     const char *mnt = NULL, *enter = NULL;
 
+    if (argc == 4 && strcmp(argv[1], "--grab") == 0) {
+        int pidfd = (int)syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+        if (pidfd < 0 || syscall(SYS_pidfd_getfd, pidfd, atoi(argv[3]), 0) < 0) {
+            perror("fuse-hang: grab");
+            return 1;
+        }
+        printf("grabbed\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0)
             root_is_file = 1;
