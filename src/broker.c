@@ -79,6 +79,8 @@ static struct {
     int mntns;                 /* the container's mount namespace, held until we exit */
     char cg_join[2][PATH_MAX]; /* cgroup.procs of the container's memory and pids cgroups */
     unsigned long saturated;   /* requests answered EAGAIN: every worker blocked */
+    unsigned aborted;          /* FUSE connections aborted with requests waiting */
+    bool ended;                /* init exiting or gone: connections aborted */
     int listen_fd, runtime_pidfd, init_pidfd, hostproc, home_mntns;
     pid_t init_pid;
     bool runtime_gone, init_gone, ever_connected;
@@ -544,6 +546,104 @@ static void accept_all(void)
     }
 }
 
+/* Whether the container's init is exiting (PF_EXITING among the flags of
+ * /proc/PID/stat). A pid namespace's init that exits waits for every other
+ * process of the namespace, so its pidfd says nothing while one of them
+ * waits on a FUSE connection: this does. Its pid is not reused before it is
+ * reaped. */
+static bool init_exiting(void)
+{
+    char p[32], text[1024], *r;
+    unsigned long flags;
+
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)B.init_pid);
+    if (rv_read_small(p, text, sizeof(text)) < 0 || !(r = strrchr(text, ')')))
+        return false;
+    /* ") S ppid pgrp session tty_nr tpgid flags" */
+    return sscanf(r + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x4);
+}
+
+/* Workers still inside a request now. */
+static unsigned blocked_workers(void)
+{
+    unsigned n = 0;
+
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (B.slots[i].pid && atomic_load(&B.slots[i].busy_since))
+            n++;
+    return n;
+}
+
+/* The container ended (its init is gone, or every process). A FUSE
+ * connection we made for it may still have waiters, ours among them (a
+ * request blocked on a tenant's daemon whose descriptor lives on somewhere)
+ * and the container's own processes, which then cannot exit: abort the
+ * connection of each mount we made that is still in the container's mount
+ * namespace (held, so those mounts, their superblocks and their device
+ * numbers are still theirs), through fusectl. Counts those that had
+ * requests waiting. */
+static void abort_connections(void)
+{
+    cleanup_free char *text = NULL;
+    cleanup_close int fs = -1, ctl = -1;
+
+    if (B.mounts.n == 0 || B.mntns < 0)
+        return;
+    fs = rv_fsopen("fusectl", RV_FSOPEN_CLOEXEC);
+    if (fs >= 0 && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+        ctl = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, 0);
+    if (ctl < 0) {
+        rv_log(RV_WARN, "fuse broker: fusectl: %s: FUSE connections not aborted", strerror(errno));
+        return;
+    }
+    if (setns(B.mntns, CLONE_NEWNS) < 0)
+        return;
+    text = rv_broker_read_proc(B.hostproc, "thread-self/mountinfo");
+    for (size_t i = 0; text && i < B.mounts.n; i++) {
+        const struct rv_broker_mount *m = &B.mounts.m[i];
+        char fstype[256], p[64], waiting[32] = "";
+        unsigned maj, min;
+        bool shared;
+        int fd;
+        if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
+            maj != m->dev_major || min != m->dev_minor || strncmp(fstype, "fuse", 4) != 0)
+            continue;
+        /* fusectl names a connection by the kernel's dev_t */
+        snprintf(p, sizeof(p), "%u/waiting", (maj << 20) | min);
+        if ((fd = openat(ctl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
+            if (read(fd, waiting, sizeof(waiting) - 1) < 0)
+                waiting[0] = '\0';
+            close(fd);
+        }
+        snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
+        if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
+            continue;
+        if (write(fd, "1", 1) == 1 && atoi(waiting) > 0)
+            B.aborted++;
+        close(fd);
+    }
+    setns(B.home_mntns, CLONE_NEWNS);
+}
+
+/* Say what was done at the end: in the log, and when requests were still
+ * waiting or a worker was blocked, in <socket>.exit for the shim's delete
+ * and `resview doctor`. */
+static void exit_report(void)
+{
+    unsigned blocked = blocked_workers();
+    char line[256];
+
+    abort_connections();
+    rv_log(B.aborted || blocked ? RV_WARN : RV_INFO,
+           "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left (their "
+           "connections aborted), %u with requests still waiting, %u workers were blocked in "
+           "a request", B.mounts.n, B.aborted, blocked);
+    if ((B.aborted || blocked) &&
+        rv_snprintf(line, sizeof(line), "aborted=%u blocked=%u mounts=%zu\n", B.aborted, blocked,
+                    B.mounts.n) >= 0)
+        rv_broker_exit_note(B.socket, line);
+}
+
 static bool container_gone(void)
 {
     return B.runtime_gone && B.n_conns == 0 && B.n_notify == 0 &&
@@ -579,9 +679,10 @@ static int loop(void)
         for (int i = 0; i < B.n_notify; i++)
             pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = B.worker < 0 ? POLLIN : 0 };
         /* nothing ever connected and the runtime is gone: a failed create */
-        timeout = B.runtime_gone && !B.ever_connected ? NO_RUNTIME_GRACE_MS
-                  : B.worker >= 0                      ? STUCK_MS / 2
-                                                       : -1;
+        /* a tick for stuck workers and for the container's end */
+        timeout = B.runtime_gone && !B.ever_connected              ? NO_RUNTIME_GRACE_MS
+                  : B.worker >= 0 || (B.init_pid > 0 && !B.ended) ? STUCK_MS / 2
+                                                                    : -1;
         polled_notify = B.n_notify;
         had_worker = B.worker >= 0;
         int r = poll(pfd, (nfds_t)n, timeout);
@@ -605,6 +706,12 @@ static int loop(void)
             B.runtime_gone = true;
         if (pfd[3].revents)
             B.init_gone = true;
+        if (!B.ended && B.init_pid > 0 && (B.init_gone || init_exiting())) {
+            /* the container ends: nothing may wait on its file systems */
+            B.ended = true;
+            drain_records();
+            abort_connections();
+        }
         for (int i = 0; i < MAX_WORKERS; i++)
             if (pfd[worker_at + i].revents)
                 worker_reap(i);
@@ -622,76 +729,6 @@ static int loop(void)
         if (pfd[1].revents)
             accept_all();
     }
-}
-
-/* Workers still inside a request now. */
-static unsigned blocked_workers(void)
-{
-    unsigned n = 0;
-
-    for (int i = 0; i < MAX_WORKERS; i++)
-        if (B.slots[i].pid && atomic_load(&B.slots[i].busy_since))
-            n++;
-    return n;
-}
-
-/* The container is gone. A FUSE connection we made for it may still have
- * waiters, ours among them (a request blocked on a tenant's daemon whose
- * descriptor lives on outside the container): abort each connection of a
- * mount we made that is still in the container's mount namespace (held, so
- * those mounts, their superblocks and their device numbers are still theirs),
- * through fusectl. Then say what was done: in the log, and when requests were
- * still waiting or a worker was blocked, in <socket>.exit for the shim's
- * delete and `resview doctor`. */
-static void exit_report(void)
-{
-    unsigned aborted = 0, blocked = blocked_workers();
-    cleanup_close int ctl = -1;
-    char line[256];
-
-    if (B.mounts.n > 0 && B.mntns >= 0) {
-        cleanup_close int fs = rv_fsopen("fusectl", RV_FSOPEN_CLOEXEC);
-        if (fs >= 0 && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-            ctl = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, 0);
-        if (ctl < 0)
-            rv_log(RV_WARN, "fuse broker: fusectl: %s: FUSE connections not aborted",
-                   strerror(errno));
-    }
-    if (ctl >= 0 && setns(B.mntns, CLONE_NEWNS) == 0) {
-        cleanup_free char *text = rv_broker_read_proc(B.hostproc, "thread-self/mountinfo");
-        for (size_t i = 0; text && i < B.mounts.n; i++) {
-            const struct rv_broker_mount *m = &B.mounts.m[i];
-            char fstype[256], p[64], waiting[32] = "";
-            unsigned maj, min;
-            bool shared;
-            int fd;
-            if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
-                maj != m->dev_major || min != m->dev_minor || strncmp(fstype, "fuse", 4) != 0)
-                continue;
-            /* fusectl names a connection by the kernel's dev_t */
-            snprintf(p, sizeof(p), "%u/waiting", (maj << 20) | min);
-            if ((fd = openat(ctl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
-                if (read(fd, waiting, sizeof(waiting) - 1) < 0)
-                    waiting[0] = '\0';
-                close(fd);
-            }
-            snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
-            if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
-                continue;
-            if (write(fd, "1", 1) == 1 && atoi(waiting) > 0)
-                aborted++;   /* one with requests still waiting */
-            close(fd);
-        }
-        setns(B.home_mntns, CLONE_NEWNS);
-    }
-    rv_log(aborted || blocked ? RV_WARN : RV_INFO,
-           "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left (their "
-           "connections aborted), %u of them with requests still waiting, %u workers were "
-           "blocked in a request", B.mounts.n, aborted, blocked);
-    if ((aborted || blocked) &&
-        rv_snprintf(line, sizeof(line), "aborted=%u blocked=%u mounts=%zu\n", aborted, blocked,
-                    B.mounts.n) >= 0)
-        rv_broker_exit_note(B.socket, line);
 }
 
 int rv_broker_main(int argc, char **argv)
