@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Every member of config.json that the editor (edit.c, envvars.c, limits.c,
- * fuse.c, seccomp.c) and the hook read or write. Only these are loaded; the
+ * fuse.c, seccomp.c, gpus.c: mounts) and the hook read or write. Only these are loaded; the
  * rest of the spec is checked to be JSON and written back byte for byte
  * (rv_json_splice). A module that needs another member lists it here (writing
  * to one that is not listed fails the save rather than losing it). */
@@ -25,7 +25,7 @@ static const struct rv_json_want linux_members[] = {
 static const struct rv_json_want root_members[] = { { "path", NULL }, { NULL, NULL } };
 const struct rv_json_want rv_spec_members[] = {
     { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
-    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
 };
 /* The same but linux.seccomp, most of a spec with a default profile, which
  * only the FUSE grant reads: what rv_spec_load loads (rv_spec_load_all adds it). */
@@ -35,7 +35,7 @@ static const struct rv_json_want linux_members_base[] = {
 };
 static const struct rv_json_want spec_members_base[] = {
     { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
-    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
 };
 
 static int check_root(struct rv_spec *spec, struct rv_error *err)
