@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <libgen.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -186,6 +188,65 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
     }
 }
 
+/* An imported file that holds the CRI plugin's table (NVIDIA's toolkit 1.18
+ * writes its drop-in as a copy of the whole table): containerd before 2.1
+ * replaces the table of config.toml with that file's, so resview's entry in
+ * config.toml alone would not be in effect. resview then writes its own
+ * drop-in beside it, merged after it: a copy of that file with resview's
+ * entry (and default). Without such a file, or on uninstall, any drop-in of
+ * ours is removed. */
+static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err)
+{
+    struct rv_node_gpu g;
+    char path[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+
+    if (rv_node_gpu_detect(c->config, c->runtime_path, &g, err) < 0)
+        return -1;
+    if (g.own_dropin[0] && (c->uninstall || !g.cri_from_import ||
+                            strcmp(dirname(strcpy(dir, g.cri_file)), dirname(strcpy(path, g.own_dropin))) != 0)) {
+        if (unlink(g.own_dropin) < 0 && errno != ENOENT)
+            return rv_fail(err, errno, "remove `%s`", g.own_dropin);
+        rv_node_say("containerd: removed resview's drop-in `%s`", g.own_dropin);
+    }
+    if (c->uninstall || !g.cri_from_import)
+        return 0;
+    snprintf(dir, sizeof(dir), "%s", g.cri_file);
+    base = strrchr(g.cri_file, '/') ? strrchr(g.cri_file, '/') + 1 : g.cri_file;
+    *strrchr(dir, '/') = '\0';
+    if (strcmp(base, RV_NODE_DROPIN) >= 0)
+        return rv_fail(err, 0, "`%s` holds containerd's CRI configuration and is merged after resview's "
+                       "drop-in `%s` would be: rename it so that it sorts before", g.cri_file, RV_NODE_DROPIN);
+    if (rv_snprintf(path, sizeof(path), "%s/%s", dir, RV_NODE_DROPIN) < 0)
+        return rv_fail(err, ENAMETOOLONG, "drop-in");
+
+    struct rv_engine_opts o = { .config = path, .runtime_path = c->runtime_path, .hook_path = c->hook_path,
+                                .set_default = c->set_default };
+    struct rv_edit_result res = { 0 };
+    cleanup_free char *src = NULL, *cur = NULL;
+    size_t slen, clen;
+    bool exists;
+    if (rv_engine_read(g.cri_file, &src, &slen, &exists, err) < 0 ||
+        rv_engine_read(path, &cur, &clen, &exists, err) < 0)
+        return -1;
+    if (rv_engine_edit(&rv_engine_containerd, &o, src, slen, true, NULL, 0, &res, err) < 0)
+        return rv_wrap(err, "resview's drop-in from `%s`", g.cri_file);
+    int rc = 0;
+    if (!exists || clen != res.len || memcmp(cur, res.text, clen) != 0) {
+        cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st = { .st_mode = 0644 };
+        if (dfd < 0 || rv_write_atomic_at(dfd, RV_NODE_DROPIN, res.text, res.len, &st, RV_WRITE_DURABLE, err) < 0)
+            rc = dfd < 0 ? rv_fail(err, errno, "open `%s`", dir) : rv_wrap(err, "`%s`", path);
+        else
+            rv_node_say("containerd: its CRI configuration comes from `%s` (an import, replacing config.toml's "
+                        "table): wrote `%s`, that file with resview's entry%s, merged after it", g.cri_file, path,
+                        c->set_default ? " and default" : "");
+    }
+    free(res.text);
+    free(res.restore_backup);
+    return rc;
+}
+
 int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *restarted, struct rv_error *err)
 {
     struct rv_engine_opts o = {
@@ -197,7 +258,7 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
         return rv_fail(err, errno, "`%s` (containerd's configuration)%s", c->config,
                        errno == ENOENT ? ": containerd runs on built-in defaults; write them first "
                        "(containerd config default > FILE) or set RESVIEW_NODE_CONTAINERD_CONFIG" : "");
-    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0)
+    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0)
         return -1;
     fflush(stdout);
     return make_effective(c, restarted, err);
@@ -368,6 +429,11 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
         cleanup_free char *t = NULL;
         struct rv_toml doc;
         size_t l;
+        const char *b = strrchr(paths[i], '/');
+        if (i > 0 && b && strcmp(b + 1, RV_NODE_DROPIN) == 0) {   /* ours: a copy, not a source */
+            snprintf(g->own_dropin, sizeof(g->own_dropin), "%s", paths[i]);
+            continue;
+        }
         if (rv_engine_read(paths[i], &t, &l, &exists, err) < 0)
             goto out;
         if (rv_toml_scan(t, l, &doc, err) < 0) {

@@ -15,6 +15,9 @@
 
 #define RV_NODE_RESTART_GUARD_S 600
 #define RV_NODE_MAX_IMPORTS 32
+/* resview's drop-in, beside an imported file that holds the CRI plugin's
+ * table (NVIDIA's 99-nvidia.toml), merged after it (node_containerd.c) */
+#define RV_NODE_DROPIN "99-zz-resview.toml"
 
 /* NVIDIA's runtime as containerd's configuration names it (the main file and
  * its `imports`, merged as containerd 1.x merges them: a later file that has
@@ -26,6 +29,7 @@ struct rv_node_gpu {
     char cri_file[PATH_MAX];     /* the file whose CRI plugin table counts */
     int n_imports;               /* files named by `imports` (globs expanded) */
     bool cri_from_import;        /* cri_file is an imported drop-in (NVIDIA's toolkit 1.18) */
+    char own_dropin[PATH_MAX];   /* resview's drop-in among the imports; "" none */
     uint64_t signature;          /* of containerd's files when read (rv_node_containerd_signature) */
 };
 
