@@ -175,6 +175,10 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
             (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
+            /* the guard is for restarts that did not help: this one did, and the
+             * same file may need one again after another tool's restart (NVIDIA's
+             * toolkit writing its default, then resview its own, once each) */
+            restart_guarded(c, 0, true);
             return 0;
         }
         if (r == 0)
