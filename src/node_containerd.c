@@ -56,6 +56,28 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
     const char *bin = json_str(cfg, bin_path), *dflt = json_str(cfg, dflt_path);
     bool has_entry = json_str(cfg, entry_path) != NULL, is_default = dflt && strcmp(dflt, "resview") == 0;
     if (c->uninstall) {
+        struct rv_node_gpu g;
+        struct rv_error e;
+        if ((has_entry || is_default) && rv_node_gpu_detect(c->config, c->runtime_path, &g, &e) == 0 &&
+            g.cri_from_import && (g.names_resview || strcmp(g.dflt, "resview") == 0)) {
+            /* resview's own lines are out; an import that is not ours (NVIDIA's
+             * 1.18 drop-in copies the merged CRI table) still names it: a
+             * restart cannot take it out, and that file is not ours to edit */
+            if (strcmp(g.dflt, "resview") == 0) {
+                rv_fail(err, 0, "`%s` (not resview's: NVIDIA's toolkit copied the CRI configuration while "
+                        "resview was installed) makes resview containerd's default runtime; restart NVIDIA's "
+                        "toolkit (its pod) so that it writes that file again, then this agent goes on",
+                        g.cri_file);
+                return 2;
+            }
+            if (!is_default) {
+                rv_node_say("containerd: `%s` (not resview's: NVIDIA's toolkit copied the CRI configuration "
+                            "while resview was installed) keeps a `resview` runtime entry until the toolkit "
+                            "writes it again; nothing runs it by default", g.cri_file);
+                return 1;
+            }
+            /* the running default is still resview's: a restart takes it out */
+        }
         if (has_entry || is_default) {
             snprintf(why, size, "the running containerd still has the resview runtime%s",
                      is_default ? " as its default" : "");
@@ -150,6 +172,8 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         rv_node_say("containerd: runs with the configuration wanted; not restarted");
         return 0;
     }
+    if (r == 2)   /* a restart would not help (err says why) */
+        return -1;
     if (strcmp(c->restart, "none") == 0)
         return rv_fail(err, 0, "%s; restart mode none: restart containerd on this node yourself "
                        "(systemctl restart containerd; k3s: systemctl restart k3s or k3s-agent; rke2: "
@@ -172,7 +196,11 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         struct rv_error e;
         r = -1;   /* a containerd that does not answer yet says nothing about its configuration */
         if (rv_cri_version(c->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), &e) == 0 &&
-            (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 1) {
+            (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 2) {
+            *err = e;
+            return -1;
+        }
+        if (r == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
             /* the guard is for restarts that did not help: this one did, and the
@@ -265,7 +293,18 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
     if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0)
         return -1;
     fflush(stdout);
-    return make_effective(c, restarted, err);
+    if (make_effective(c, restarted, err) < 0)
+        return -1;
+    /* our own edits are no change to react to; another tool's, made meanwhile, would
+     * have been read with them: only when what it names is what was read before */
+    if (c->gpu && !c->uninstall) {
+        struct rv_node_gpu now;
+        struct rv_error e;
+        if (rv_node_gpu_detect(c->config, c->runtime_path, &now, &e) == 0 &&
+            strcmp(now.runtime, c->gpu->runtime) == 0)
+            c->gpu->signature = rv_node_containerd_signature(c->config);
+    }
+    return 0;
 }
 
 /* --- NVIDIA's runtime in containerd's configuration --------------------- */
@@ -385,6 +424,8 @@ static void read_cri(const struct rv_toml *doc, const char *own_runtime, struct 
                 *nr >= 16)
                 continue;
             char bin[PATH_MAX];
+            if (strncmp(name, "resview\x1f", 8) == 0)
+                g->names_resview = true;
             if (rv_toml_string(doc, it, bin, sizeof(bin)) < 0 || strcmp(bin, own_runtime) == 0)
                 continue;
             snprintf(names[*nr], 64, "%.*s", (int)(sep - name), name);
@@ -447,6 +488,7 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
         if (i == 0 || has_cri_table(&doc)) {
             nr = 0;
             g->dflt[0] = '\0';
+            g->names_resview = false;
             read_cri(&doc, own_runtime, g, names, bins, &nr);
             snprintf(g->cri_file, sizeof(g->cri_file), "%s", paths[i]);
             g->cri_from_import = i > 0;

@@ -30,6 +30,7 @@ struct rv_node_gpu {
     int n_imports;               /* files named by `imports` (globs expanded) */
     bool cri_from_import;        /* cri_file is an imported drop-in (NVIDIA's toolkit 1.18) */
     char own_dropin[PATH_MAX];   /* resview's drop-in among the imports; "" none */
+    bool names_resview;          /* the CRI table that counts has a `resview` runtime */
     uint64_t signature;          /* of containerd's files when read (rv_node_containerd_signature) */
 };
 
@@ -76,7 +77,8 @@ bool rv_node_config_agents(const char *text, size_t len, const char *lxcfs_dir);
 bool rv_node_restart_valid(const char *mode);
 
 /* Whether the running containerd has what is wanted: 1 yes, 0 no (why), -1
- * it does not answer (err). */
+ * it does not answer (err), 2 no and a restart would not bring it (err:
+ * uninstall while a file that is not resview's names resview the default). */
 int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, size_t size,
                                  struct rv_error *err);
 
