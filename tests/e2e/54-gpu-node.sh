@@ -103,6 +103,8 @@ jq '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
 out=$("$CLI" env --spec "$T/vm.json" 2>&1)
 t_contains "resview env: gpus = 2 from the device plugin's volume mounts" "$out" "gpus    = 2	(device plugin volume mounts"
 t_contains "…SLURM_GPUS_PER_NODE=2" "$out" "SLURM_GPUS_PER_NODE=2"
+out=$(RESVIEW_CONFIG=$T/gpu.json "$CLI" env --spec "$T/vm.json" 2>&1)
+t_contains "resview env: which runtime comes next, and why" "$out" "next    = $NVRT	(NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices: gpu.runtime)"
 
 # --- 2. the node agent, containerd, the toolkit ---------------------------------
 ctd_restartable || { echo "not ok - containerd did not start"; exit 1; }
@@ -236,11 +238,19 @@ sleep 2
 t_ok "toolkit restarted: a settled node" settled
 t_ok "…one restart by the toolkit, at most one by resview ($(delta) in all)" test "$(delta)" -ge 1 -a "$(delta)" -le 2
 t_eq "…resview the default" "$(cri_default)" "resview"
+# resview's agent restarted (a rollout, an upgrade): nothing restarts containerd
+agent_stop
+mark
+agent_start "$T/agent1b.log"
+wait_log "$T/agent1b.log" "node ready in" 1
+t_ok "resview's agent restarted beside the toolkit: a settled node" settled
+t_eq "…containerd not restarted" "$(delta)" "0"
+t_contains "…it finds NVIDIA's runtime again" "$(cat "$T/agent1b.log")" "gpu: NVIDIA's runtime \`$NVRT\`"
 
 # 2c. the toolkit uninstalled while resview stays
 mark
 $TK cleanup 1.13 "$CFG"
-wait_log "$T/agent1.log" "gpu: no NVIDIA runtime" 2
+wait_log "$T/agent1b.log" "gpu: no NVIDIA runtime" 1
 t_ok "toolkit uninstalled: a settled node" settled
 t_eq "…its own restart only" "$(delta)" "1"
 t_not_contains "…config.json no longer chains" "$(cat "$T/etc/config.json")" "gpu"
@@ -252,7 +262,7 @@ check_pods "toolkit uninstalled" no
 mark
 $TK setup 1.18 "$CFG"
 t_ok "toolkit 1.18: its drop-in" test -f "$T/ctd/config.d/99-nvidia.toml"
-wait_log "$T/agent1.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1
+wait_log "$T/agent1b.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1
 t_ok "…a settled node" settled
 t_ok "…one restart by the toolkit, at most one by resview (its drop-in, merged after NVIDIA's; $(delta) in all)" \
     test "$(delta)" -ge 1 -a "$(delta)" -le 2
