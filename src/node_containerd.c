@@ -337,16 +337,16 @@ static int config_files(const char *config, const char *text, size_t len,
     if (rv_toml_scan(text, len, &doc, err) < 0)
         return rv_wrap(err, "`%s`", config);
     const struct rv_toml_item *imp = rv_toml_get(&doc, "imports");
-    snprintf(dir, sizeof(dir), "%s", config);
+    snprintf(dir, sizeof(dir), "%s", strchr(config, '/') ? config : "./");
     *strrchr(dir, '/') = '\0';
     if (imp && imp->kind == RV_TOML_VALUE) {
-        /* an array of strings: walk its elements' text */
+        /* an array of strings (paths need no escapes): walk its elements' text */
         const char *p = text + imp->val_start, *end = text + imp->val_end;
         while (p < end && n < max) {
-            const char *q = memchr(p, '"', (size_t)(end - p));
-            if (!q)
+            const char *q = p + strcspn(p, "\"'");
+            if (q >= end)
                 break;
-            const char *e = memchr(q + 1, '"', (size_t)(end - q - 1));
+            const char *e = memchr(q + 1, *q, (size_t)(end - q - 1));
             if (!e)
                 break;
             char pat[PATH_MAX];

@@ -200,6 +200,17 @@ static void test_detect(void)
        strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 && strcmp(g.dflt, "nvidia") == 0,
        "toolkit 1.18: found in the imported drop-in, which holds the CRI table (%s %s)", g.cri_file, err.msg);
 
+    /* a relative, single-quoted import; resview's own drop-in is a copy, not a source */
+    sh("mkdir -p %s/rel/conf.d && printf \"version = 2\\nimports = ['conf.d/*.toml']\\n\" > %s/rel/config.toml", base, base);
+    sh("printf 'version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+       "BinaryName = \"/x/nvidia-container-runtime\"\n' > %s/rel/conf.d/50-a.toml%s", base, "");
+    sh("printf 'version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"resview\"\n' "
+       "> %s/rel/conf.d/99-zz-resview.toml%s", base, "");
+    snprintf(path, sizeof(path), "%s/rel/config.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && g.n_imports == 2 && strstr(g.cri_file, "50-a.toml") &&
+       strstr(g.own_dropin, "99-zz-resview.toml") && strcmp(g.runtime, "/x/nvidia-container-runtime") == 0 &&
+       !g.dflt[0], "relative import: found; resview's drop-in skipped (%s %s)", g.cri_file, err.msg);
+
     /* the default runtime named otherwise but running NVIDIA's binary */
     sh("printf 'version = 2\\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\\ndefault_runtime_name = \"gpu\"\\n"
        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\\n"
