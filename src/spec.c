@@ -1,6 +1,7 @@
 /* spec.c - load and atomically rewrite the bundle's config.json. */
 #define _GNU_SOURCE
 #include "resview/spec.h"
+#include "resview/gpus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,13 +28,21 @@ const struct rv_json_want rv_spec_members[] = {
     { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
     { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
 };
-/* The same but linux.seccomp, most of a spec with a default profile, which
- * only the FUSE grant reads: what rv_spec_load loads (rv_spec_load_all adds it). */
+/* The same but linux.seccomp (most of a spec with a default profile, which
+ * only the FUSE grant reads) and mounts: what rv_spec_load loads
+ * (rv_spec_load_all adds them). */
 static const struct rv_json_want linux_members_base[] = {
     { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
     { NULL, NULL },
 };
 static const struct rv_json_want spec_members_base[] = {
+    { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
+    { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+};
+/* The base and mounts, which only gpus.c reads, and only for the NVIDIA
+ * device plugin's volume-mounts strategy (NVIDIA_VISIBLE_DEVICES names its
+ * directory): what rv_spec_load loads then. */
+static const struct rv_json_want spec_members_mounts[] = {
     { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
     { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
 };
@@ -125,6 +134,11 @@ int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file
     if (rv_read_file_at(spec->dirfd, spec->file, RV_SPEC_MAX, &spec->text, &spec->len,
                         &spec->st, err) < 0 ||
         parse_text(spec, spec_members_base, err) < 0)
+        return rv_wrap(err, "bundle `%s`", bundle);
+    json_t *env = rv_json_path(spec->root, "process.env");
+    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
+    if (nvd && strncmp(nvd, RV_GPU_MOUNTS_DIR, sizeof(RV_GPU_MOUNTS_DIR) - 1) == 0 &&
+        parse_text(spec, spec_members_mounts, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
     return 0;
 }

@@ -50,6 +50,7 @@ NVRT=$NVDIR/nvidia-container-runtime
 # --- 1. the shim ---------------------------------------------------------------
 rv_config "$T/gpu.json" "$(jq -n --arg r "$NVRT" --arg p "$TOP/profiles/seccomp.json" \
     '{gpu: {runtime: $r}, fuse: {allowed: true, seccomp_profile: $p}}')"
+rv_config "$T/config-plain.json"
 rv_config "$T/gpuall.json" "$(jq -n --arg r "$NVRT" '{gpu: {runtime: $r, containers: "all"}}')"
 show='ls /dev; echo GPUS=$SLURM_GPUS_ON_NODE; echo EDIT=$NVIDIA_FAKE_EDIT'
 rv_bundle "$T/b-gpu" '.process.args = ["/bin/sh", "-c", "'"$show"'"] | .process.env += ["NVIDIA_VISIBLE_DEVICES=1"]'
@@ -103,6 +104,13 @@ jq '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
 out=$("$CLI" env --spec "$T/vm.json" 2>&1)
 t_contains "resview env: gpus = 2 from the device plugin's volume mounts" "$out" "gpus    = 2	(device plugin volume mounts"
 t_contains "…SLURM_GPUS_PER_NODE=2" "$out" "SLURM_GPUS_PER_NODE=2"
+# the same through the shim (it loads mounts only for this strategy)
+rv_bundle "$T/b-vm" '.process.args = ["/bin/sh", "-c", "echo GPUS=$SLURM_GPUS_ON_NODE"]
+    | .process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
+    | .mounts += [{destination: "/var/run/nvidia-container-devices/GPU-a", source: "/dev/null", type: "bind", options: ["bind"]},
+                  {destination: "/var/run/nvidia-container-devices/GPU-b", source: "/dev/null", type: "bind", options: ["bind"]}]'
+out=$(cd "$T/b-vm" && RESVIEW_CONFIG=$T/config-plain.json "$RUNTIME" --root "$T/runc-root" run vm1 2>&1)
+t_contains "shim: volume mounts of two GPUs: SLURM_GPUS_ON_NODE=2" "$out" "GPUS=2"
 out=$(RESVIEW_CONFIG=$T/gpu.json "$CLI" env --spec "$T/vm.json" 2>&1)
 t_contains "resview env: which runtime comes next, and why" "$out" "next    = $NVRT	(NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices: gpu.runtime)"
 
@@ -309,4 +317,24 @@ t_ok "toolkit 1.18 uninstalled: a settled node" settled
 t_eq "…its own restart only" "$(delta)" "1"
 t_eq "…resview still the default" "$(cri_default)" "resview"
 check_pods "toolkit 1.18 uninstalled" no
+agent_stop
+
+# 2g. the toolkit 1.13 first, then resview (resview uninstalled first)
+stop_pods
+mark
+agent_start "$T/agent4.log" RESVIEW_NODE_MODE=uninstall
+wait_log "$T/agent4.log" "nothing of resview is left" 1
+agent_stop
+t_eq "resview uninstalled: one restart" "$(delta)" "1"
+t_eq "…the default is runc again" "$(cri_default)" "runc"
+mark
+$TK setup 1.13 "$CFG"
+mark
+agent_start "$T/agent5.log"
+wait_log "$T/agent5.log" "node ready in" 1
+t_ok "toolkit 1.13 first, resview second: a settled node" settled
+t_eq "…one restart by resview" "$(delta)" "1"
+t_eq "…resview the default" "$(cri_default)" "resview"
+t_contains "…chained to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\""
+check_pods "toolkit 1.13 first, resview second" yes
 agent_stop

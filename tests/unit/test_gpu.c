@@ -7,6 +7,7 @@
 #include "resview/engine.h"
 #include "resview/gpus.h"
 #include "resview/node_containerd.h"
+#include "resview/spec.h"
 #include "unit.h"
 
 #include <fcntl.h>
@@ -141,6 +142,33 @@ static void test_count(void)
              "[{\"path\":\"/dev/nvidia0\"},{\"path\":\"/dev/nvidia1\"}]}}", why, sizeof(why)) == 2,
        "devices already there count even with void");
     ok(count("{}", why, sizeof(why)) == 0, "nothing asked: 0 (%s)", why);
+}
+
+/* The shim's load: mounts only for the volume-mounts strategy (the cost of a
+ * member is paid on every start). */
+static void test_load(void)
+{
+    struct rv_spec spec;
+    struct rv_error err;
+    char dir[400], why[256], dev[300];
+    const char *vm = "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\"]},"
+                     "\"mounts\":[{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/GPU-a\"}]}";
+
+    snprintf(dir, sizeof(dir), "%s/bundle", base);
+    snprintf(dev, sizeof(dev), "%s/dev", base);
+    sh("mkdir -p %s && printf '{\"mounts\":[{\"destination\":\"/x\"}],\"process\":{\"env\":[]}}' > %s/config.json", dir, dir);
+    ok(rv_spec_load(&spec, dir, &err) == 0 && !json_object_get(spec.root, "mounts"), "a plain spec: mounts not loaded");
+    rv_spec_free(&spec);
+    char path[500];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(vm, f);
+        fclose(f);
+    }
+    ok(rv_spec_load(&spec, dir, &err) == 0 && json_is_array(json_object_get(spec.root, "mounts")) &&
+       rv_gpus_count(spec.root, dev, why, sizeof(why)) == 1, "the volume-mounts strategy: loaded, counted (%s)", why);
+    rv_spec_free(&spec);
 }
 
 static void test_wanted(void)
@@ -304,6 +332,7 @@ int main(void)
         abort();
     test_count();
     test_wanted();
+    test_load();
     test_config();
     test_detect();
     test_rewrite();
