@@ -168,10 +168,10 @@ int main(void)
     {
         const char *pretty = "{\n  \"ociVersion\" : \"1.0.2\",\n  \"process\": {\n    \"args\": [ \"sh\" ],\n"
                              "    \"env\": [ \"PATH=/bin\" ],\n    \"cwd\": \"/\\u0041\"\n  },\n"
-                             "  \"linux_ext\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n"
+                             "  \"mounts\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n"
                              "  \"annotations\": { \"a\": \"b\" }\n}\n";
         out = edit(pretty, &err);
-        ok(out && has(out, "\"linux_ext\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n") &&
+        ok(out && has(out, "\"mounts\": [ { \"destination\": \"/proc\", \"x\": 1.50, \"y\": {\"d\": 1, \"d\": 2} } ],\n") &&
            has(out, "{\n  \"ociVersion\" : \"1.0.2\",\n  \"process\": {\n    \"args\": [ \"sh\" ],\n    \"env\": [\"PATH=/bin\",") &&
            has(out, "\n    \"cwd\": \"/\\u0041\"\n  },\n") && has(out, "\"annotations\": { \"a\": \"b\" }") &&
            has(out, "\"hooks\":{\"prestart\"") && out[strlen(out) - 1] == '\n',
@@ -181,14 +181,13 @@ int main(void)
         free(again);
     }
     {
-        /* a member nobody declared for loading must not be written around (mounts is
-         * loaded since gpus.c counts the device plugin's volume mounts) */
+        /* a member nobody declared for loading must not be written around */
         struct rv_spec spec;
         char *o = NULL;
         size_t ol;
         bool changed;
-        ok(rv_spec_parse(&spec, "{\"domain\":[1],\"process\":{}}", 27, &err) == 0 &&
-           json_object_set_new(spec.root, "domain", json_array()) == 0 &&
+        ok(rv_spec_parse(&spec, "{\"mounts\":[1],\"process\":{}}", 27, &err) == 0 &&
+           json_object_set_new(spec.root, "mounts", json_array()) == 0 &&
            rv_spec_render(&spec, &o, &ol, &changed, &err) < 0 && has(err.msg, "never loaded"),
            "an edit of a member that was not loaded fails the render (instead of losing it)");
         rv_spec_free(&spec);
