@@ -59,8 +59,11 @@ static void delete_then_forget(const struct rv_config *cfg, const char *id, cons
     while (waitpid(pid, &ws, 0) < 0)
         if (errno != EINTR)
             _exit(1);
-    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && rv_state_remove(cfg, id, &err) < 0)
-        rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+        rv_broker_report(cfg, id);
+        if (rv_state_remove(cfg, id, &err) < 0)
+            rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    }
     if (WIFSIGNALED(ws)) {
         signal(WTERMSIG(ws), SIG_DFL);
         raise(WTERMSIG(ws));
