@@ -44,7 +44,7 @@ for b in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-
          nvidia-container-runtime.experimental; do
     cp "$TOP/tests/lib/fake-nvidia-runtime" "$NVDIR/$b"
 done
-printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=runc\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
+printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=${FAKE_NVIDIA_RUNTIMES:-runc}\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
 NVRT=$NVDIR/nvidia-container-runtime
 
 # --- 1. the shim ---------------------------------------------------------------
@@ -70,6 +70,11 @@ out=$(cd "$T/b-plain" && RESVIEW_CONFIG=$T/gpuall.json "$RUNTIME" --root "$T/run
 t_eq "shim: gpu.containers=all: every container goes through it" "$(grep -c '^runtime run' "$NVLOG")" "1"
 t_contains "…and gets no GPU it did not ask for" "$out" "GPUS="
 t_not_contains "…no device node" "$out" "nvidia"
+# NVIDIA's runtime configured to call resview next (the other order, both at once): no loop
+: >"$NVLOG"
+out=$(cd "$T/b-gpu" && FAKE_NVIDIA_RUNTIMES=$RUNTIME:runc RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run g3 2>&1)
+t_eq "shim: NVIDIA's runtime names resview next: called once, no loop" "$(grep -c '^runtime run' "$NVLOG")" "1"
+t_contains "…and the container runs with its GPU" "$out" "nvidia1"
 # gone: the container starts without NVIDIA's runtime, with a warning
 rv_config "$T/gone.json" '{"gpu": {"runtime": "/nonexistent/nvidia-container-runtime"}}'
 out=$(cd "$T/b-gpu" && RESVIEW_CONFIG=$T/gone.json "$RUNTIME" --root "$T/runc-root" run g2 2>&1); rc=$?
