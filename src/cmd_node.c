@@ -213,9 +213,9 @@ static int step_resview_config(const struct node *n, struct rv_error *err)
     if (rv_write_atomic_at(dfd, basename(base), ours, strlen(ours), &st,
                            RV_WRITE_DURABLE | RV_WRITE_SWEEP, err) < 0)
         return rv_wrap(err, "`%s`", n->rv_config);
+    bool gpu = strstr(ours, "\"gpu\"") != NULL;
     rv_node_say("configuration: wrote `%s` (lxcfs.root = `%s`%s%s%s)", n->rv_config, n->lxcfs_dir,
-                strstr(ours, "\"gpu\"") ? "; gpu.runtime = `" : "", strstr(ours, "\"gpu\"") ? n->ctd.gpu->runtime : "",
-                strstr(ours, "\"gpu\"") ? "`" : "");
+                gpu ? "; gpu.runtime = `" : "", gpu ? n->ctd.gpu->runtime : "", gpu ? "`" : "");
     return 0;
 }
 

@@ -239,6 +239,14 @@ static void test_detect(void)
        strstr(g.own_dropin, "99-zz-resview.toml") && strcmp(g.runtime, "/x/nvidia-container-runtime") == 0 &&
        !g.dflt[0], "relative import: found; resview's drop-in skipped (%s %s)", g.cri_file, err.msg);
 
+    /* containerd 2.x (config version 3): the CRI runtime plugin's own name */
+    sh("printf 'version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+       "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]\n"
+       "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n' > %s/v3.toml%s", base, "");
+    snprintf(path, sizeof(path), "%s/v3.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 &&
+       strcmp(g.dflt, "nvidia") == 0, "config version 3 (containerd 2.x)");
+
     /* the default runtime named otherwise but running NVIDIA's binary */
     sh("printf 'version = 2\\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\\ndefault_runtime_name = \"gpu\"\\n"
        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\\n"
