@@ -362,7 +362,7 @@ static int node_run(const struct node *n)
                 next_try = rv_now_ms() + (none ? 5000 : 30000);
             }
         }
-        if (!n->uninstall && configured && rv_node_containerd_signature(n->ctd.config) != n->ctd.gpu->signature) {
+        if (!n->uninstall && configured && rv_node_containerd_changed(&n->ctd)) {
             /* containerd's files changed (NVIDIA's toolkit installed, upgraded, removed): read
              * them again, chain accordingly, and put the entry back if it was lost */
             rv_node_say("containerd: its configuration changed; reading it again");

@@ -393,6 +393,21 @@ uint64_t rv_node_containerd_signature(const char *config)
     return h;
 }
 
+bool rv_node_containerd_changed(const struct rv_node_containerd *c)
+{
+    uint64_t now = rv_node_containerd_signature(c->config);
+
+    if (now == c->gpu->signature) {
+        c->gpu->pending = 0;
+        return false;
+    }
+    if (now != c->gpu->pending) {   /* changed since the last look: maybe still being written */
+        c->gpu->pending = now;
+        return false;
+    }
+    return true;
+}
+
 static bool nvidia_binary(const char *bin)
 {
     const char *base = strrchr(bin, '/') ? strrchr(bin, '/') + 1 : bin;

@@ -32,6 +32,7 @@ struct rv_node_gpu {
     char own_dropin[PATH_MAX];   /* resview's drop-in among the imports; "" none */
     bool names_resview;          /* the CRI table that counts has a `resview` runtime */
     uint64_t signature;          /* of containerd's files when read (rv_node_containerd_signature) */
+    uint64_t pending;            /* a different one seen once, not yet acted on */
 };
 
 /* Which containers go through NVIDIA's runtime (RESVIEW_NODE_GPU_CONTAINERS). */
@@ -62,6 +63,12 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
 /* A checksum of containerd's files (the main one, its imports, which files
  * the globs match): when it changes, the agent reads them again. */
 uint64_t rv_node_containerd_signature(const char *config);
+
+/* Whether containerd's files changed since c->gpu was read, and have stayed
+ * the same since the previous call: another tool (NVIDIA's toolkit truncates
+ * and writes config.toml in place) is done writing them. Call about once a
+ * second. */
+bool rv_node_containerd_changed(const struct rv_node_containerd *c);
 
 /* Detect again into c->gpu; 1 when what resview's configuration says about
  * it changes (the agent then rewrites it), 0 not, -1 err. Says what it found. */

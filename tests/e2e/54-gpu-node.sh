@@ -236,7 +236,7 @@ t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
 mark
 $TK setup 1.13 "$CFG"
 t_ok "toolkit 1.13 installs: its own restart" test "$(delta)" -ge 1
-wait_log "$T/agent1.log" "gpu: NVIDIA's runtime" 1
+wait_log "$T/agent1.log" "gpu: NVIDIA's runtime" 1 && wait_log "$T/agent1.log" "node ready in" 2
 t_ok "…the agent saw it: a settled node" settled
 t_ok "…resview put its default back: at most one restart more, no loop ($(delta) in all)" test "$(delta)" -le 2
 t_eq "…the running containerd's default is resview" "$(cri_default)" "resview"
@@ -246,8 +246,9 @@ check_pods "resview first, toolkit 1.13 second" yes
 
 # 2b. the toolkit restarted (its pod restarts, rewrites the file, restarts containerd)
 mark
+n=$(log_count "$T/agent1.log" "node ready in")
 $TK setup 1.13 "$CFG"
-sleep 2
+wait_log "$T/agent1.log" "node ready in" $((n + 1))
 t_ok "toolkit restarted: a settled node" settled
 t_ok "…one restart by the toolkit, at most one by resview ($(delta) in all)" test "$(delta)" -ge 1 -a "$(delta)" -le 2
 t_eq "…resview the default" "$(cri_default)" "resview"
@@ -263,7 +264,7 @@ t_contains "…it finds NVIDIA's runtime again" "$(cat "$T/agent1b.log")" "gpu: 
 # 2c. the toolkit uninstalled while resview stays
 mark
 $TK cleanup 1.13 "$CFG"
-wait_log "$T/agent1b.log" "gpu: no NVIDIA runtime" 1
+wait_log "$T/agent1b.log" "gpu: no NVIDIA runtime" 1 && wait_log "$T/agent1b.log" "node ready in" 2
 t_ok "toolkit uninstalled: a settled node" settled
 t_eq "…its own restart only" "$(delta)" "1"
 t_not_contains "…config.json no longer chains" "$(cat "$T/etc/config.json")" "gpu"
@@ -275,7 +276,7 @@ check_pods "toolkit uninstalled" no
 mark
 $TK setup 1.18 "$CFG"
 t_ok "toolkit 1.18: its drop-in" test -f "$T/ctd/config.d/99-nvidia.toml"
-wait_log "$T/agent1b.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1
+wait_log "$T/agent1b.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1 && wait_log "$T/agent1b.log" "node ready in" 3
 t_ok "…a settled node" settled
 t_ok "…one restart by the toolkit, at most one by resview (its drop-in, merged after NVIDIA's; $(delta) in all)" \
     test "$(delta)" -ge 1 -a "$(delta)" -le 2
@@ -317,7 +318,7 @@ check_pods "toolkit 1.18 first, resview second" yes
 # the toolkit uninstalled: its drop-in goes, resview's copy of it too
 mark
 $TK cleanup 1.18 "$CFG"
-wait_log "$T/agent3.log" "removed resview's drop-in" 1
+wait_log "$T/agent3.log" "removed resview's drop-in" 1 && wait_log "$T/agent3.log" "node ready in" 2
 t_ok "toolkit 1.18 uninstalled: a settled node" settled
 t_eq "…its own restart only" "$(delta)" "1"
 t_eq "…resview still the default" "$(cri_default)" "resview"
