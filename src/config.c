@@ -75,6 +75,8 @@ void rv_config_defaults(struct rv_config *cfg)
     memcpy(cfg->vars, default_vars, sizeof(default_vars));
     cfg->n_vars = (int)(sizeof(default_vars) / sizeof(default_vars[0]));
     cfg->fuse_allowed = false;
+    cfg->gpu_runtime[0] = '\0';
+    cfg->gpu_all = false;
 }
 
 RV_PRINTF(2, 3) static void warn(struct rv_config *cfg, const char *fmt, ...)
@@ -379,6 +381,23 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                                sizeof(cfg->seccomp_profile));
                 else
                     warn(cfg, "fuse.%s: unknown key", k2);
+            }
+        } else if (strcmp(key, "gpu") == 0) {
+            FOREACH_KEY(val, "gpu", k2, v2) {
+                if (strcmp(k2, "runtime") == 0) {
+                    get_string(cfg, v2, "gpu.runtime", cfg->gpu_runtime, sizeof(cfg->gpu_runtime));
+                    if (cfg->gpu_runtime[0] && cfg->gpu_runtime[0] != '/') {
+                        warn(cfg, "gpu.runtime: must be an absolute path; no GPU runtime");
+                        cfg->gpu_runtime[0] = '\0';
+                    }
+                } else if (strcmp(k2, "containers") == 0) {
+                    static const char *const which[] = { "gpu", "all" };
+                    int w = cfg->gpu_all ? 1 : 0;
+                    get_enum(cfg, v2, "gpu.containers", which, 2, &w);
+                    cfg->gpu_all = w == 1;
+                } else {
+                    warn(cfg, "gpu.%s: unknown key", k2);
+                }
             }
         } else {
             warn(cfg, "%s: unknown key", key);

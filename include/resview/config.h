@@ -45,6 +45,8 @@ struct rv_config {
     char fuse_namespaces[RV_MAX_FUSE_NAMESPACES][64];   /* Kubernetes namespaces; none = any */
     int n_fuse_namespaces;
     char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
+    char gpu_runtime[PATH_MAX];   /* gpu.runtime: NVIDIA's runtime, next for GPU containers; "" none */
+    bool gpu_all;                 /* gpu.containers "all": every container goes through it ("gpu") */
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];
     int n_warnings;
