@@ -159,8 +159,8 @@ fuse-probe mmap-mounts /mnt/q/f /mnt/tmp 8 >/tmp/mm.out
 touch /ctl/sat-started-$RT; while [ ! -e /ctl/sat-go-$RT ]; do sleep 0.1; done
 echo "saturated $(timeout 10 fuse-probe mount /mnt/fuse)"
 kill -9 $Q; sleep 0.2
-for i in $(seq 1 100); do bindfs --no-allow-other /src /mnt/fuse 2>/dev/null && break; sleep 0.1; done
-echo "recovered after ${i}00 ms: $(cat /mnt/fuse/hello)"; umount /mnt/fuse
+for i in $(seq 1 10); do timeout 3 bindfs --no-allow-other /src /mnt/fuse 2>/dev/null && break; sleep 0.2; done
+echo "recovered at try $i: $(cat /mnt/fuse/hello)"; umount /mnt/fuse
 sleep 1; sort /tmp/mm.out | uniq -c | tr -s " "'
 for rt in runc crun; do
     id=sat-$rt-$$
@@ -175,7 +175,7 @@ for rt in runc crun; do
     out=$(cat "$T/sat-$rt.out")
     t_eq "$rt saturated: a new mount call gets EAGAIN, not a wait" "$(grep '^saturated' <<<"$out")" "saturated mount EAGAIN"
     t_contains "$rt saturated: ... and the log says so" "$(grep "id=$id" "$T/resview.log")" "answered EAGAIN until one returns"
-    t_ok "$rt saturated: the daemon killed, a bindfs mount works within 10 s" grep -q "^recovered after .*: hello through fuse" <<<"$out"
+    t_ok "$rt saturated: the daemon killed, the broker serves again (a bindfs mount works)" grep -q "^recovered at try .*: hello through fuse" <<<"$out"
     t_contains "$rt saturated: the blocked calls returned (EFAULT)" "$out" "8 mmap-mount EFAULT"
 done
 
@@ -191,8 +191,9 @@ for rt in runc crun; do
     make_bundle "$b" "RT=$rt; $HELD"
     run_shim "$rt" "$id" "$b" >/dev/null 2>&1 & bg=$!
     wait_file "$T/ctl/held-$rt"
+    pidns=$(readlink "/proc/$($(rt_cmd "$rt") state "$id" | jq -r .pid)/ns/pid")
     q=$(pgrep -f "fuse-hang --hang read /mnt/q" | while read -r p; do
-        [ "$(readlink "/proc/$p/root")" = "$b/rootfs" ] && echo "$p"; done | head -1)
+        [ "$(readlink "/proc/$p/ns/pid")" = "$pidns" ] && echo "$p"; done | head -1)
     qfd=$(ls -l "/proc/$q/fd" 2>/dev/null | awk '$NF == "/dev/fuse" {print $9}' | head -1)
     "$T/fuse-hang" --grab "$q" "$qfd" >"$T/grab.out" 2>&1 & grab=$!
     t_cleanup "kill $grab"
@@ -206,7 +207,7 @@ for rt in runc crun; do
     t_eq "$rt held: nothing of ours in D state" "$(d_state)" "0"
     t_contains "$rt held: the delete logs what the broker aborted" \
         "$(grep "id=$id" "$T/resview.log" | grep 'delete: the FUSE broker')" "aborted=1 blocked="
-    kill $grab; wait $grab 2>/dev/null
+    kill $grab 2>/dev/null; wait $grab 2>/dev/null
 done
 
 # 4. The cap, and who pays.
