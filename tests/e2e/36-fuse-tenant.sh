@@ -243,8 +243,11 @@ for rt in runc crun; do
     wait_file "$T/ctl/execs-$rt"
     ok=0
     for i in $(seq 1 20); do
-        r=$(cd "$b" && RESVIEW_CONFIG=$T/config.json.$rt timeout 20 "$RUNTIME" --root "$T/$rt-root" exec "$id" \
-            /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /mnt/fuse/hello && umount /mnt/fuse' 2>&1)
+        # into a file: an exec whose mount never returns would hold a pipe open
+        (cd "$b" && RESVIEW_CONFIG=$T/config.json.$rt timeout -s KILL 20 "$RUNTIME" --root "$T/$rt-root" exec "$id" \
+            /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /mnt/fuse/hello && umount /mnt/fuse') \
+            >"$T/exec.out" 2>&1
+        r=$(cat "$T/exec.out")
         [ "$r" = "hello through fuse" ] || { echo "# exec $i: $r"; break; }
         ok=$((ok + 1))
     done
