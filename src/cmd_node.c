@@ -22,6 +22,7 @@
 #include "resview/node.h"
 #include "resview/node_agent.h"
 #include "resview/node_containerd.h"
+#include "resview/repair.h"
 #include "resview/state.h"
 
 #include <errno.h>
@@ -286,6 +287,17 @@ static int node_ready(const struct node *n)
             snprintf(lx.why, sizeof(lx.why), "%s", err.msg);
         printf("lxcfs:      %s\n", lx.live ? "live" : lx.why);
         ok &= lx.live;
+    }
+    {
+        /* LXCFS runs in this namespace: a view here is a node-wide deadlock */
+        char targets[512];
+        int own = rv_lxcfs_views_in_ns(0, targets, sizeof(targets));
+        if (own > 0)
+            printf("agent:      %d LXCFS view%s in the agent's own mount namespace, where LXCFS runs "
+                   "(%s): its reads of /proc would wait for itself\n", own, own == 1 ? "" : "s", targets);
+        ok &= own <= 0;
+        /* every container's views answer within a bound (a read in a bounded child) */
+        ok &= rv_views_check(n->cfg, RV_VIEWS_READ_MS, 3000, stdout) == 0;
     }
     if (rv_engine_read(n->ctd.config, &text, &len, &exists, &err) < 0)
         r = -1;
