@@ -1,0 +1,321 @@
+#!/bin/bash
+# 48-kubernetes-node.sh - the DaemonSet on a node as a node is: ONE containerd.
+# The kubelet stand-in (tests/cri/kubelet.py) runs the agent's pod and every
+# workload on the containerd that the agent configures and restarts, as a real
+# kubelet does. (48-kubernetes.sh ran the agent on a second containerd that the
+# agent never touched: that hid a node-wide deadlock, issue 21.)
+#
+# K8S_RUNTIME=default (this file): RESVIEW_NODE_SET_AS_DEFAULT=true, so after
+# the first install every pod, the agent's own included, is created through
+# resview; K8S_RUNTIME=runtimeclass (48-kubernetes-node-rc.sh): workloads ask
+# for runtimeClassName: resview, the agent runs on runc.
+#
+# The node: a root $NODE and a mount namespace of its own (pid "NODE_INIT",
+# named to the agent as the host by RESVIEW_NODE_HOST_PID), where containerd
+# runs chrooted with its paths at their real places; / is rshared there, as on
+# a systemd host, so the agent's Bidirectional volume works for real. In the
+# node's PATH, systemctl is a script that restarts that containerd.
+#
+# Cases, each with its own lines: first install; the agent killed (restarted
+# in its sandbox); the agent pod deleted and created again (a new sandbox);
+# a rollout to a new image tag (maxUnavailable: 1: old pod deleted, new one
+# created); a node reboot (containerd and every pod again, the LXCFS mount
+# gone, /run empty, every pod re-created, the agent among them); uninstall.
+# After each: every workload reads its views within a bound (ExecSync with a
+# timeout) and, where the case restarts no pod, is the same container.
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+PY=/usr/bin/python3   # Debian's grpcio and yaml live there
+K8S=$TOP/hooks/kubernetes
+IMG=resview.test/busybox:1
+NODE=$T/node
+KUBELET="$PY $TOP/tests/cri/kubelet.py $T"
+SOCK=$NODE/run/containerd/containerd.sock
+MODE=${K8S_RUNTIME:-default}
+case $MODE in default|runtimeclass) ;; *) echo "not ok - K8S_RUNTIME: default or runtimeclass, not $MODE"; exit 1;; esac
+echo "# runtime: $MODE"
+
+make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1 ||
+    { echo "not ok - make image"; sed 's/^/#   /' "$T/image.log" | tail -5; exit 1; }
+NODE_IMG=$(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]' \
+           < <(tar -xOf "$BUILD/resview-node.tar" index.json))
+rv_image_tar "$T/layer.tar"
+$PY "$K8S/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
+$PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
+
+# --- the node ------------------------------------------------------------------
+mkdir -p "$NODE"/{etc/containerd,run,var/lib,var/log,opt,proc,sys,dev,tmp,usr}
+for d in bin sbin lib lib64; do
+    if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$NODE/$d"; else mkdir -p "$NODE/$d"; fi
+done
+touch "$NODE/.node-root"
+cp /etc/passwd /etc/group /etc/nsswitch.conf /etc/hosts /etc/hostname /etc/resolv.conf "$NODE/etc/" 2>/dev/null
+[ -e /etc/ld.so.cache ] && cp /etc/ld.so.cache "$NODE/etc/"
+mount --bind "$NODE" "$NODE" && mount --make-private "$NODE"
+t_cleanup "umount -l '$NODE'"
+binds=""
+for d in usr proc sys dev tmp bin sbin lib lib64; do
+    [ -L "/$d" ] || binds="$binds mount --rbind /$d '$NODE/$d';"
+done
+mkdir -p "$T/node-sbin" "$NODE/.oldroot"
+binds="$binds mount --bind '$T/node-sbin' '$NODE/usr/local/sbin';"
+unshare --mount --propagation slave sh -c "$binds cd '$NODE' && pivot_root . .oldroot && umount -l /.oldroot &&
+    mount --make-rshared / && exec /bin/sleep 2147483647" &
+NODE_INIT=$!
+t_cleanup "kill $NODE_INIT"
+wait_for test -e "/proc/$NODE_INIT/root/.node-root" -a -x "/proc/$NODE_INIT/root/usr/bin/containerd" ||
+    { echo "not ok - the node namespace"; exit 1; }
+innode() { nsenter --target "$NODE_INIT" --mount --root --wd "$@"; }
+
+cat >"$NODE/etc/containerd/config.toml" <<EOF
+# the node's containerd (as \`containerd config default\` would have it, trimmed)
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMG"
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/opt/cni/bin"
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+EOF
+cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
+cat >"$T/node-containerd" <<EOF
+#!/bin/sh
+# start|stop the node's containerd
+case \$1 in
+stop)
+    p=\$(cat "$T/nodectd.pid" 2>/dev/null) || exit 0
+    kill "\$p" 2>/dev/null
+    for i in \$(seq 100); do kill -0 "\$p" 2>/dev/null || exit 0; sleep 0.1; done
+    kill -9 "\$p" ;;
+start)
+    setsid nsenter --target $NODE_INIT --mount --root --wd containerd \\
+        --config /etc/containerd/config.toml >>"$T/nodectd.log" 2>&1 </dev/null &
+    echo \$! >"$T/nodectd.pid" ;;
+esac
+EOF
+cat >"$T/node-sbin/systemctl" <<EOF
+#!/bin/sh
+# stands in for systemctl on the test node: restarts the one containerd
+[ "\$*" = "restart containerd" ] || { echo "systemctl (test stand-in): only restart containerd" >&2; exit 1; }
+echo "restart in \$(grep -m1 cpu /proc/self/cgroup), root \$(ls /.node-root)" >>"$T/restarts"
+"$T/node-containerd" stop
+"$T/node-containerd" start
+EOF
+chmod +x "$T/node-containerd" "$T/node-sbin/systemctl"
+: >"$T/restarts"
+bctr() { ctr --address "$SOCK" "$@"; }
+node_boot() {
+    "$T/node-containerd" start
+    wait_for bctr version || { echo "# node containerd did not start:"; tail -5 "$T/nodectd.log"; return 1; }
+    bctr -n k8s.io images import "$T/busybox.tar" >/dev/null 2>&1
+    bctr -n k8s.io images import "$BUILD/resview-node.tar" >/dev/null 2>&1
+    bctr -n k8s.io images tag --force "$NODE_IMG" "${NODE_IMG%:*}:0.1.1-rollout" >/dev/null 2>&1
+}
+node_kill_all() {   # every container of the node, then containerd
+    local c p
+    for c in $(bctr -n k8s.io tasks ls -q 2>/dev/null); do bctr -n k8s.io tasks kill -s KILL "$c" >/dev/null 2>&1; done
+    sleep 0.5
+    "$T/node-containerd" stop
+    for p in $(pgrep -f containerd-shim); do
+        [ -e "/proc/$p/root/.node-root" ] && kill -9 "$p" 2>/dev/null
+    done
+}
+lxcfs_dev() { awk '$5 == "/var/lib/resview/lxcfs" && / - fuse.lxcfs / {print $3}' "/proc/$NODE_INIT/mountinfo"; }
+fuse_abort() {  # a deadlocked LXCFS: abort its FUSE connection so that its D-state waiters end
+    local d
+    for d in $(lxcfs_dev); do echo 1 >"/sys/fs/fuse/connections/${d#*:}/abort"; done 2>/dev/null
+}
+t_cleanup "node_kill_all"
+t_cleanup "fuse_abort"
+node_boot || exit 1
+restarts() { wc -l <"$T/restarts"; }
+
+# --- pods, as the kubelet runs them -----------------------------------------------
+# run_pod NAME MANIFEST [ENV_JSON] [EXTRA_JSON] -> {"pod":…, "containers":{…}} in $T/NAME.json
+run_pod() {
+    local name=$1 manifest=$2 env=${3:-'{}'} extra=${4:-'{}'}
+    mkdir -p "$T/logs/$name"
+    jq -n --arg sock "$SOCK" --arg m "$manifest" --arg k "$K8S" --arg rc "$K8S/runtimeclass.yaml" \
+        --arg root "$NODE" --arg name "$name" --arg logs "$T/logs/$name" --arg cg "$CG_PARENT/$name" \
+        --argjson env "$env" --argjson extra "$extra" \
+        '{socket: $sock, manifest: $m, kustomization: $k, runtimeclasses: $rc, node_root: $root,
+          mount_root: "", name: $name, uid: ("uid-" + $name), log_dir: $logs, cgroup_parent: $cg,
+          env: $env} + $extra' >"$T/$name.scenario"
+    timeout 120 $KUBELET run-pod "$T/$name.scenario" >"$T/$name.json" 2>"$T/$name.err"
+}
+cid() { jq -r ".containers.$2" "$T/$1.json"; }
+pod_of() { jq -r '.pod' "$T/$1.json"; }
+kexec() { local id=$1; shift; timeout 30 $KUBELET exec "$SOCK" "$id" --timeout 5 -- "$@"; }
+delete_pod() { # NAME GRACE
+    timeout 120 $KUBELET stop-pod "$SOCK" "$(pod_of "$1")" "$2" $(jq -r '.containers[]' "$T/$1.json") 2>>"$T/$1.err"
+}
+agent_env() { # [MODE]
+    jq -n --arg p "$NODE_INIT" --arg d "$([ "$MODE" = default ] && echo true || echo false)" --arg m "${1:-install}" \
+        '{RESVIEW_NODE_HOST_PID: $p, RESVIEW_NODE_SET_AS_DEFAULT: $d, RESVIEW_NODE_MODE: $m}'
+}
+agent_pids() { cat "/sys/fs/cgroup/pids$CG_PARENT/$1/$(cid "$1" agent)/cgroup.procs" 2>/dev/null; }
+kill_agent() { # NAME: the agent's container SIGKILLed, LXCFS first (the OOM killer): a dead mount
+    kill -9 "$(cat "$NODE/var/lib/resview/lxcfs.pid")" $(agent_pids "$1") 2>/dev/null
+    sleep 0.3
+}
+agent_log() { cat "$T/logs/$1/agent.log" "$T/logs/$1/agent.log".* 2>/dev/null | cut -d' ' -f4-; }
+wait_ready() { # NAME [SECONDS]: the manifest's readiness probe, as the kubelet polls it
+    local i n=$(( ${2:-60} * 2 ))
+    for i in $(seq "$n"); do
+        timeout 20 $KUBELET probe "$SOCK" "$(cid "$1" agent)" "$K8S/daemonset.yaml" >"$T/$1.probe" 2>&1 && return 0
+        sleep 0.5
+    done
+    echo "# not ready:"; sed 's/^/#   /' "$T/$1.probe"; agent_log "$1" | tail -8 | sed 's/^/#   log: /'
+    return 1
+}
+
+WORKLOAD=$T/workload.yaml
+{
+    echo "apiVersion: v1"; echo "kind: Pod"; echo "metadata: {name: work}"; echo "spec:"
+    [ "$MODE" = runtimeclass ] && echo "  runtimeClassName: resview"
+    cat <<EOF
+  containers:
+    - name: main
+      image: $IMG
+      command: ["/bin/sh", "-c", "exec sleep 2147483647"]
+      resources:
+        limits:
+          cpu: "1"
+          memory: 512Mi
+EOF
+} >"$WORKLOAD"
+WORKLOADS=""
+meminfo() { kexec "$(cid "$1" main)" grep MemTotal /proc/meminfo 2>&1 | tr -s ' '; }
+views_ok() { [ "$(meminfo "$1")" = "MemTotal: 524288 kB" ]; }
+# every workload reads its view within a bound (each read an ExecSync of 5 s at most)
+all_views() { # SECONDS
+    local w i end=$(( $(date +%s) + $1 ))
+    for w in $WORKLOADS; do
+        until views_ok "$w"; do
+            [ "$(date +%s)" -lt "$end" ] || { echo "$w: $(meminfo "$w")"; return 1; }
+            sleep 0.2
+        done
+    done
+}
+state() { timeout 30 $KUBELET status "$SOCK" "$(cid "$1" main)" | jq -r '"\(.state) \(.started_at) attempt \(.attempt)"'; }
+snap() { local w; for w in $WORKLOADS; do echo "$w $(cid "$w" main) $(state "$w")"; done; }
+own_views() { # NAME: LXCFS views in the agent's own mount namespace (must be none)
+    local p; p=$(agent_pids "$1" | head -1)
+    [ -n "$p" ] && awk '/ - fuse.lxcfs / && $4 != "/" {print $5}' "/proc/$p/mountinfo"
+}
+# a deadlock takes the node down: say so, end its waiters, stop here
+node_down() { # WHAT
+    echo "# $1: the node is deadlocked; LXCFS's threads:"
+    for p in $(pgrep -x lxcfs); do
+        [ -e "/proc/$p/root/.node-root" ] || grep -q resview "/proc/$p/cmdline" 2>/dev/null || continue
+        echo "#   lxcfs $p: $(awk '{print $3}' /proc/$p/stat) $(cat /proc/$p/wchan 2>/dev/null)"
+    done
+    fuse_abort
+    exit 1
+}
+# t_ready CASE NAME SECONDS: the agent ready in time, else the node is down: stop here
+t_ready() {
+    wait_ready "$2" "$3" >"$T/ready.out" 2>&1; local r=$?
+    t_eq "$1: agent ready within $3 s (the manifest's readiness probe)" "$r$(cat "$T/ready.out")" "0"
+    [ "$r" = 0 ] || node_down "$1"
+}
+after_case() { # CASE SAME(1: no pod restarted)
+    t_ok "$1: every workload reads its views within 20 s (ExecSync, 5 s each)" all_views 20
+    [ "$2" = 1 ] && t_eq "$1: no workload restarted (same containers, same start, attempt 0)" "$(snap)" "$SNAP"
+    return 0
+}
+
+# --- 1. first install -------------------------------------------------------------
+run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "install: agent pod created on the node's one containerd" "$(cat "$T/agent1.err")" ""
+t_ready install agent1 60
+t_eq "install: containerd restarted exactly once" "$(restarts)" "1"
+t_not_contains "install: …outside the agent pod's cgroup" "$(cat "$T/restarts")" "$CG_PARENT/agent1"
+t_eq "install: the agent's pod survived the restart of the containerd that runs it" \
+    "$(timeout 30 $KUBELET status "$SOCK" "$(cid agent1 agent)" | jq -r .state)" "CONTAINER_RUNNING"
+if [ "$MODE" = default ]; then
+    t_contains "install: resview is containerd's default runtime" \
+        "$(cat "$NODE/etc/containerd/config.toml")" 'default_runtime_name = "resview"'
+fi
+cp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
+for w in w1 w2; do run_pod "$w" "$WORKLOAD"; WORKLOADS="$WORKLOADS $w"; done
+t_eq "install: workloads created" "$(cat "$T/w1.err" "$T/w2.err")" ""
+t_ok "install: every workload reads its views" all_views 20
+t_eq "install: /proc/cpuinfo: 1 processor" "$(kexec "$(cid w1 main)" grep -c ^processor /proc/cpuinfo)" "1"
+t_contains "install: GOMAXPROCS=1" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
+SNAP=$(snap)
+
+# --- 2. the agent killed: the kubelet starts its container again, same sandbox -----
+kill_agent agent1
+run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)" "{\"pod\": \"$(pod_of agent1)\", \"attempt\": 1}"
+t_eq "agent killed: its container created again in its sandbox" "$(cat "$T/agent1.err")" ""
+t_ready "agent killed" agent1 30
+t_eq "agent killed: no LXCFS view in the agent's own mount namespace" "$(own_views agent1)" ""
+after_case "agent killed" 1
+t_eq "agent killed: containerd not restarted again" "$(restarts)" "1"
+
+# --- 3. the agent pod deleted and created again: a new sandbox ---------------------
+delete_pod agent1 30
+run_pod agent2 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "agent pod re-created: created (through $([ "$MODE" = default ] && echo "resview, the default" || echo runc))" \
+    "$(cat "$T/agent2.err")" ""
+t_ready "agent pod re-created" agent2 30
+t_eq "agent pod re-created: no LXCFS view in the agent's own mount namespace" "$(own_views agent2)" ""
+after_case "agent pod re-created" 1
+t_eq "agent pod re-created: containerd not restarted again" "$(restarts)" "1"
+t_ok "agent pod re-created: config.toml unchanged" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
+
+# --- 4. a rollout to a new image (maxUnavailable: 1: delete, then create) ----------
+t_eq "rollout: the manifest rolls one node at a time" \
+    "$($PY -c 'import sys,yaml; d=[o for o in yaml.safe_load_all(open(sys.argv[1])) if o][0]; print(d["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"])' "$K8S/daemonset.yaml")" "1"
+delete_pod agent2 30
+run_pod agent3 "$K8S/daemonset.yaml" "$(agent_env)" '{"image_tag": "0.1.1-rollout"}'
+t_eq "rollout: the new pod is created from the new image tag" \
+    "$(cat "$T/agent3.err")$(jq -r .images.agent "$T/agent3.json")" \
+    "${NODE_IMG%:*}:0.1.1-rollout"
+t_ready rollout agent3 30
+after_case "rollout" 1
+t_eq "rollout: containerd not restarted" "$(restarts)" "1"
+
+# --- 5. the node reboots ------------------------------------------------------------
+node_kill_all
+innode umount -l /var/lib/resview/lxcfs 2>/dev/null
+rm -rf "$NODE/run/resview" "$NODE/run/containerd"   # /run is a tmpfs
+restarts >"$T/restarts.before-reboot"
+node_boot || exit 1
+t_eq "reboot: the LXCFS mount is gone" "$(lxcfs_dev)" ""
+# the kubelet removes the sandboxes that did not survive, and starts pods again (before the agent)
+for p in w1 w2 agent3; do delete_pod "$p" 0; done
+for w in w1 w2; do run_pod "$w" "$WORKLOAD"; done
+t_eq "reboot: workloads re-created before the agent" "$(cat "$T/w1.err" "$T/w2.err")" ""
+run_pod agent4 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "reboot: the agent's pod re-created$([ "$MODE" = default ] && echo " through resview")" "$(cat "$T/agent4.err")" ""
+t_ready reboot agent4 30
+t_eq "reboot: containerd not restarted (it loaded the entry at boot)" "$(restarts)" "$(cat "$T/restarts.before-reboot")"
+SNAP=$(snap)
+after_case "reboot" 0
+t_eq "reboot: workloads got their views without a restart" "$(snap)" "$SNAP"
+
+# --- 6. uninstall ---------------------------------------------------------------------
+delete_pod agent4 30
+run_pod agent5 "$K8S/daemonset.yaml" "$(agent_env uninstall)"
+t_ready "uninstall (containerd runs without resview)" agent5 60
+t_ok "uninstall: config.toml restored byte for byte" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
+t_eq "uninstall: containerd restarted once" "$(restarts)" "$(( $(cat "$T/restarts.before-reboot") + 1 ))"
+after_case "uninstall" 1
+for w in w1 w2; do delete_pod "$w" 0; done
+WORKLOADS=""
+for _ in $(seq 100); do agent_log agent5 | grep -q "uninstall: done" && break; sleep 0.2; done
+t_contains "uninstall: once no workload uses them, the binaries are removed (the agent's own pod does not count)" \
+    "$(agent_log agent5)" "uninstall: done"
+t_ok "uninstall: /opt/resview is empty" test -z "$(ls -A "$NODE/opt/resview")"
+delete_pod agent5 30
