@@ -128,11 +128,22 @@ node_kill_all() {   # every container of the node, then containerd
     for p in $(pgrep -f containerd-shim); do
         [ -e "/proc/$p/root/.node-root" ] && kill -9 "$p" 2>/dev/null
     done
+    # what no runtime could stop (a pod whose runtime binary is gone): the test's own cgroups
+    for p in $(cat $(find "/sys/fs/cgroup/pids$CG_PARENT" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
+        kill -9 "$p" 2>/dev/null
+    done
 }
 lxcfs_dev() { awk '$5 == "/var/lib/resview/lxcfs" && / - fuse.lxcfs / {print $3}' "/proc/$NODE_INIT/mountinfo"; }
 fuse_abort() {  # a deadlocked LXCFS: abort its FUSE connection so that its D-state waiters end
-    local d
+    local d f
+    [ -n "$(lxcfs_dev)" ] || return 0
+    grep -q ' /sys/fs/fuse/connections fusectl ' /proc/self/mounts ||
+        mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
     for d in $(lxcfs_dev); do echo 1 >"/sys/fs/fuse/connections/${d#*:}/abort"; done 2>/dev/null
+    # runc's kill of a pod froze its cgroup around processes that could not stop
+    for f in $(find "/sys/fs/cgroup/freezer$CG_PARENT" -name freezer.state 2>/dev/null); do
+        echo THAWED >"$f" 2>/dev/null
+    done
 }
 t_cleanup "node_kill_all"
 t_cleanup "fuse_abort"
