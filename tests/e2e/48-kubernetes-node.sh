@@ -32,6 +32,13 @@ NODE=$T/node
 KUBELET="$PY $TOP/tests/cri/kubelet.py $T"
 SOCK=$NODE/run/containerd/containerd.sock
 MODE=${K8S_RUNTIME:-default}
+# K8S_OPT_OUT=0: the agent's pod template without its opt-out annotations,
+# so that only resview's own rule keeps views out of LXCFS's namespace
+if [ "${K8S_OPT_OUT:-1}" = 0 ]; then
+    mkdir -p "$T/k8s" && cp "$K8S"/*.yaml "$T/k8s/" && K8S=$T/k8s
+    sed -i '/resview.io\/\(lxcfs\|env\): "false"/d' "$K8S/daemonset.yaml"
+    echo "# the agent's pod template without its opt-out annotations"
+fi
 case $MODE in default|runtimeclass) ;; *) echo "not ok - K8S_RUNTIME: default or runtimeclass, not $MODE"; exit 1;; esac
 echo "# runtime: $MODE"
 
@@ -40,7 +47,7 @@ make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1
 NODE_IMG=$(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]' \
            < <(tar -xOf "$BUILD/resview-node.tar" index.json))
 rv_image_tar "$T/layer.tar"
-$PY "$K8S/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
 $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
 
 # --- the node ------------------------------------------------------------------
@@ -227,7 +234,7 @@ own_views() { # NAME: LXCFS views in the agent's own mount namespace (must be no
 node_down() { # WHAT
     echo "# $1: the node is deadlocked; LXCFS's threads:"
     for p in $(pgrep -x lxcfs); do
-        [ -e "/proc/$p/root/.node-root" ] || grep -q resview "/proc/$p/cmdline" 2>/dev/null || continue
+        grep -q "$CG_PARENT/" "/proc/$p/cgroup" 2>/dev/null || continue
         echo "#   lxcfs $p: $(awk '{print $3}' /proc/$p/stat) $(cat /proc/$p/wchan 2>/dev/null)"
     done
     fuse_abort
@@ -297,6 +304,19 @@ t_ready rollout agent3 30
 after_case "rollout" 1
 t_eq "rollout: containerd not restarted" "$(restarts)" "1"
 
+# --- 4b. a surge: a second agent waits on the node lock while the first runs ------
+run_pod agent3b "$K8S/daemonset.yaml" "$(agent_env)"
+for _ in $(seq 50); do agent_log agent3b | grep -q "node.lock" && break; sleep 0.2; done
+t_contains "surge: the second agent waits on the node lock" "$(agent_log agent3b)" "node.lock"
+delete_pod agent3 30
+t_ready surge agent3b 30
+t_eq "surge: no LXCFS view in the new agent's own mount namespace" "$(own_views agent3b)" ""
+after_case surge 1
+if [ "${K8S_OPT_OUT:-1}" = 0 ] && [ "$MODE" = default ]; then
+    t_contains "surge: resview refused views in the namespace where LXCFS runs, and said why" \
+        "$(agent_log agent2; agent_log agent3; agent_log agent3b)" "runs in this mount namespace"
+fi
+
 # --- 5. the node reboots ------------------------------------------------------------
 node_kill_all
 innode umount -l /var/lib/resview/lxcfs 2>/dev/null
@@ -305,7 +325,7 @@ restarts >"$T/restarts.before-reboot"
 node_boot || exit 1
 t_eq "reboot: the LXCFS mount is gone" "$(lxcfs_dev)" ""
 # the kubelet removes the sandboxes that did not survive, and starts pods again (before the agent)
-for p in w1 w2 agent3; do delete_pod "$p" 0; done
+for p in w1 w2 agent3b; do delete_pod "$p" 0; done
 for w in w1 w2; do run_pod "$w" "$WORKLOAD"; done
 t_eq "reboot: workloads re-created before the agent" "$(cat "$T/w1.err" "$T/w2.err")" ""
 run_pod agent4 "$K8S/daemonset.yaml" "$(agent_env)"
@@ -328,9 +348,11 @@ WORKLOADS=""
 last=agent5
 if [ "$MODE" = default ]; then
     # created while resview was still the default: containerd needs resview's runtime to stop it
-    for _ in $(seq 50); do agent_log agent5 | grep -q "own container runs through resview" && break; sleep 0.2; done
-    t_contains "uninstall: the agent's own pod runs through resview, so the binaries stay (said why)" \
-        "$(agent_log agent5)" "own container runs through resview"
+    # (without the opt-out the agent's own records say so, before the runtime's options do)
+    why="own container runs through resview|container\(s\) started through resview still exist"
+    for _ in $(seq 50); do agent_log agent5 | grep -qE "$why" && break; sleep 0.2; done
+    t_ok "uninstall: the agent's own pod runs through resview, so the binaries stay (said why)" \
+        grep -qE "$why" <(agent_log agent5)
     t_ok "uninstall: …/opt/resview is still there" test -x "$NODE/opt/resview/current/bin/resview-runtime"
     : >"$T/agent5.err"
     delete_pod agent5 30
