@@ -325,6 +325,10 @@ int rv_lxcfs_ns_check(const struct rv_lxcfs_servers *srv, pid_t pid, char *why, 
     struct stat st;
 
     snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+    if (stat(path, &st) < 0 && (errno == ENOENT || errno == ESRCH)) {
+        why[0] = '\0';
+        return 0;   /* gone: nothing is mounted there (the injector finds out and says so) */
+    }
     if (stat(path, &st) < 0) {
         snprintf(why, size, "cannot tell whether LXCFS runs in the mount namespace of process %d "
                  "(stat `%s`: %s): no views mounted there", (int)pid, path, strerror(errno));

@@ -68,7 +68,9 @@ struct rv_lxcfs_servers {
 void rv_lxcfs_servers_find(const char *root, dev_t dev, bool scan, struct rv_lxcfs_servers *out);
 /* Whether views may be mounted into the mount namespace of pid: 0 yes; 1 no,
  * a serving LXCFS runs there; -1 no, in doubt (pid's namespace cannot be
- * read). why says which, for the log. */
+ * read: not allowed, ...). why says which, for the log. A process that is
+ * gone is 0: nothing can be mounted there anyway, and the caller's own check
+ * says it is gone (repair then drops its record). */
 int rv_lxcfs_ns_check(const struct rv_lxcfs_servers *srv, pid_t pid, char *why, size_t size);
 /* LXCFS view mounts (fuse.lxcfs, of a file below its root) in the mount
  * namespace of pid (0: our own), from its mountinfo: targets joined by ", "

@@ -8,6 +8,7 @@
 # answer within its bound, without hanging itself.
 source "$(dirname "$0")/../lib/common.sh"
 
+until_ok() { local i; for i in $(seq 100); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 LX=$T/lx
 mkdir -p "$LX/lxcfs"
 # LXCFS in a mount namespace of its own whose mounts the host sees (as the
@@ -16,7 +17,7 @@ mount --bind "$LX" "$LX" && mount --make-shared "$LX"
 unshare --mount --propagation unchanged lxcfs -f -l --enable-cfs -p "$LX/lxcfs.pid" "$LX/lxcfs" >"$T/lxcfs.out" 2>&1 &
 LXPID=$!
 t_cleanup "kill -CONT $LXPID; kill $LXPID; umount -l '$LX/lxcfs'"
-wait_for head -c1 "$LX/lxcfs/proc/uptime" || { echo "not ok - lxcfs did not start"; cat "$T/lxcfs.out"; exit 1; }
+until_ok head -c1 "$LX/lxcfs/proc/uptime" || { echo "not ok - lxcfs did not start"; cat "$T/lxcfs.out"; exit 1; }
 export LXCFS_DIR=$LX/lxcfs
 rv_config "$T/config.json"
 export RESVIEW_CONFIG=$T/config.json
@@ -24,6 +25,7 @@ t_ok "LXCFS runs in a mount namespace of its own" test "$(readlink /proc/$LXPID/
 
 # a "container": its rootfs at the same host path in both namespaces
 ROOTFS=$T/rootfs
+rv_rootfs "$ROOTFS"
 mkdir -p "$ROOTFS/proc" "$ROOTFS/sys/devices/system/cpu"
 for f in cpuinfo meminfo stat uptime loadavg swaps diskstats slabinfo; do : >"$ROOTFS/proc/$f"; done
 : >"$ROOTFS/sys/devices/system/cpu/online"
@@ -37,7 +39,7 @@ hook() { # ID PID
 nsenter --target "$LXPID" --mount sleep 2147483647 &
 SELF=$!
 t_cleanup "kill $SELF"
-wait_for test "$(readlink /proc/$SELF/ns/mnt)" = "$(readlink /proc/$LXPID/ns/mnt)"
+until_ok test "$(readlink /proc/$SELF/ns/mnt)" = "$(readlink /proc/$LXPID/ns/mnt)"
 hook self-1 "$SELF"; rc=$?
 t_eq "hook, target in LXCFS's own namespace: the container still starts (exit 0)" "$rc" "0"
 t_eq "…no view mounted where LXCFS runs" "$(views "$SELF")" ""
@@ -45,11 +47,12 @@ t_contains "…and the log says which LXCFS and why" "$(cat "$T/resview.log")" \
     "LXCFS (pid $LXPID), which serves these views, runs in this mount namespace"
 t_eq "…recorded as refused" "$(jq -r .status "$T/state/containers/self-1/views")" "refused"
 
-# beside it, a namespace of its own: views as usual
-unshare --mount --propagation private sleep 2147483647 &
+# beside it, a namespace of its own (and its rootfs as its root, as after
+# pivot_root): views as usual
+unshare --mount --propagation private chroot "$ROOTFS" /bin/sleep 2147483647 &
 OTHER=$!
 t_cleanup "kill $OTHER"
-wait_for test "$(readlink /proc/$OTHER/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
+until_ok test "$(readlink /proc/$OTHER/ns/mnt)" != "$(readlink /proc/self/ns/mnt)"
 hook other-1 "$OTHER"
 t_eq "hook, a namespace of its own: its views (the rule is about LXCFS's namespace only)" \
     "$(views "$OTHER" | wc -l)" "9"
