@@ -252,6 +252,9 @@ static bool named_lxcfs(int piddir)
     return strcmp(comm, "lxcfs\n") == 0;
 }
 
+/* A process named lxcfs; with dev, one whose mount table has that LXCFS
+ * mount (parsing its mountinfo: for the scan, where any process may be
+ * named lxcfs; a pid file already names the process). */
 static void server_add(struct rv_lxcfs_servers *out, pid_t pid, dev_t dev)
 {
     char path[64];
@@ -297,8 +300,8 @@ void rv_lxcfs_servers_find(const char *root, dev_t dev, bool scan, struct rv_lxc
 
     memset(out, 0, sizeof(*out));
     if (rv_snprintf(pidfile, sizeof(pidfile), "%s.pid", root) >= 0)
-        server_add(out, pid_from_file(pidfile), dev);
-    server_add(out, pid_from_file("/run/lxcfs.pid"), dev);
+        server_add(out, pid_from_file(pidfile), 0);
+    server_add(out, pid_from_file("/run/lxcfs.pid"), 0);
     if (scan) {
         DIR *d = opendir("/proc");
         struct dirent *de;

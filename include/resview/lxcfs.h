@@ -52,9 +52,12 @@ int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
  *
  * The serving processes of the LXCFS mount on root (device dev): the pid in
  * ROOT.pid (how the node agent and the tests run it) and /run/lxcfs.pid
- * (Debian's and LXCFS's default); with scan, also every process named
- * `lxcfs` whose mount table has a fuse.lxcfs mount of dev (whatever pid file
- * it was given). Reads only procfs and the pid files: nothing through FUSE. */
+ * (Debian's and LXCFS's default), each if it is named `lxcfs` (a pid file
+ * of a dead LXCFS may name a reused pid); with scan, also every process named
+ * `lxcfs` whose mount table has a fuse.lxcfs mount of dev (0: any), whatever
+ * pid file it was given. Without scan (the hook, on the start path) it costs
+ * two small reads and a stat. Reads only procfs and the pid files: nothing
+ * through FUSE. */
 #define RV_LXCFS_SERVERS_MAX 16
 struct rv_lxcfs_server {
     pid_t pid;
