@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #define MAX_NOTIFY 1024          /* runc: one per exec'd process still alive */
@@ -71,6 +73,14 @@ struct slot {
 static struct {
     const char *id, *socket;
     bool allow_other;
+    unsigned max_mounts;
+    char *volumes[RV_BROKER_MAX_VOLUMES];
+    size_t n_volumes;
+    int mntns;                 /* the container's mount namespace, held until we exit */
+    char cg_join[2][PATH_MAX]; /* cgroup.procs of the container's memory and pids cgroups */
+    unsigned long saturated;   /* requests answered EAGAIN: every worker blocked */
+    unsigned aborted;          /* FUSE connections aborted with requests waiting */
+    bool ended;                /* init exiting or gone: connections aborted */
     int listen_fd, runtime_pidfd, init_pidfd, hostproc, home_mntns;
     pid_t init_pid;
     bool runtime_gone, init_gone, ever_connected;
@@ -175,29 +185,57 @@ static void worker_serve(int nfd)
 static void worker_loop(void)
 {
     struct pollfd pfd[1 + MAX_NOTIFY];
+    int polled;
 
     for (;;) {
         if (atomic_load(&B.slots[W.slot].retired))
             _exit(0);
         pfd[0] = (struct pollfd){ .fd = W.ctl, .events = POLLIN };
-        for (int i = 0; i < W.n_notify; i++)
+        polled = W.n_notify;
+        for (int i = 0; i < polled; i++)
             pfd[1 + i] = (struct pollfd){ .fd = W.notify[i], .events = POLLIN };
-        if (poll(pfd, (nfds_t)(1 + W.n_notify), -1) < 0) {
+        if (poll(pfd, (nfds_t)(1 + polled), -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(1);
         }
-        if (pfd[0].revents)
-            worker_take_fd();
-        for (int i = W.n_notify - 1; i >= 0; i--) {
-            if (pfd[1 + i].revents & POLLIN)
+        /* Entries i < polled answer for W.notify[i]: new descriptors are
+         * taken only after (a new one in a slot whose hangup was just read
+         * would be closed at once). Backwards, so that the last one moved
+         * into a closed one's place has been seen already. */
+        for (int i = polled - 1; i >= 0; i--) {
+            if (pfd[1 + i].revents & POLLIN) {
+                if (atomic_load(&B.slots[W.slot].retired))
+                    _exit(0);   /* our replacement polls these now */
                 worker_serve(W.notify[i]);
-            else if (pfd[1 + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+            } else if (pfd[1 + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
                 close(W.notify[i]);
                 W.notify[i] = W.notify[--W.n_notify];
             }
         }
+        if (pfd[0].revents)
+            worker_take_fd();
     }
+}
+
+/* The container's cgroup.procs (joined for each request) and ours. */
+static void worker_cgroups(struct rv_broker_ctx *ctx)
+{
+    char own[2][PATH_MAX];
+
+    for (int i = 0; i < 2; i++) {
+        ctx->cg_join[i] = ctx->cg_home[i] = -1;
+        if (!B.cg_join[i][0])
+            continue;
+        ctx->cg_join[i] = open(B.cg_join[i], O_WRONLY | O_CLOEXEC);
+        if (ctx->cg_join[i] < 0)
+            rv_log(RV_WARN, "fuse broker: `%s`: %s: the container's mounts are not charged to "
+                   "it", B.cg_join[i], strerror(errno));
+    }
+    if (rv_broker_cgroups("/proc/self/cgroup", own) == 0)
+        for (int i = 0; i < 2; i++)
+            if (own[i][0] && ctx->cg_join[i] >= 0)
+                ctx->cg_home[i] = open(own[i], O_WRONLY | O_CLOEXEC);
 }
 
 /* Start a worker in a free slot with every notify fd and the mounts so far. */
@@ -245,8 +283,11 @@ static void worker_start(void)
         memcpy(W.notify, B.notify, sizeof(int) * (size_t)B.n_notify);
         W.n_notify = B.n_notify;
         W.ctx = (struct rv_broker_ctx){ .hostproc = B.hostproc, .home_mntns = B.home_mntns,
-                                        .allow_other = B.allow_other, .mounts = &B.mounts,
-                                        .record_fd = B.records[1] };
+                                        .container_mntns = B.mntns, .allow_other = B.allow_other,
+                                        .max_mounts = B.max_mounts, .mounts = &B.mounts,
+                                        .record_fd = B.records[1], .volumes = B.volumes,
+                                        .n_volumes = B.n_volumes };
+        worker_cgroups(&W.ctx);
         worker_loop();
     }
     close(sp[1]);
@@ -280,6 +321,9 @@ static void worker_check(void)
     worker_start();
 }
 
+/* A worker ended: the current one (it could not go home, or was killed), or
+ * a retired one whose blocked request returned. Either way, if no worker
+ * serves now, one is started in the slot that came free. */
 static void worker_reap(int slot)
 {
     waitpid(B.slots[slot].pid, NULL, WNOHANG);
@@ -287,13 +331,49 @@ static void worker_reap(int slot)
     B.pidfds[slot] = -1;
     B.slots[slot].pid = 0;
     if (slot == B.worker) {
-        /* died (it could not go home, or was killed): another takes over */
         close(B.worker_ctl);
         B.worker_ctl = -1;
         B.worker = -1;
-        if (B.n_notify > 0)
-            worker_start();
     }
+    if (B.worker < 0 && B.n_notify > 0) {
+        worker_start();
+        if (B.worker >= 0 && B.saturated)
+            rv_log(RV_INFO, "fuse broker: a worker serves again (%lu requests were answered "
+                   "EAGAIN meanwhile)", B.saturated);
+        B.saturated = 0;
+    }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* Every worker is blocked inside a request (a tenant's file system that
+ * does not answer): nobody else would answer this container's mount calls,
+ * which would then wait for as long as those requests do. Answer them
+ * EAGAIN here until a worker is free again. The receive is bounded (a
+ * retired worker back from its request may have taken the notification). */
+static void answer_saturated(int nfd)
+{
+    struct itimerval t = { .it_value = { .tv_sec = 0, .tv_usec = 100000 } }, off = { 0 };
+    struct rv_seccomp_notif n;
+    struct rv_seccomp_notif_resp resp = { 0 };
+    int r;
+
+    memset(&n, 0, sizeof(n));
+    setitimer(ITIMER_REAL, &t, NULL);
+    r = ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_RECV, &n);
+    setitimer(ITIMER_REAL, &off, NULL);
+    if (r < 0)
+        return;
+    resp.id = n.id;
+    resp.error = -EAGAIN;
+    ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    if (B.saturated++ % 1000 == 0)
+        rv_log(RV_WARN, "fuse broker: all %d workers are blocked inside requests (a file system "
+               "that does not answer?): mount calls answered EAGAIN until one returns (%lu so "
+               "far)", MAX_WORKERS, B.saturated);
 }
 
 static void drain_records(void)
@@ -309,6 +389,45 @@ static void drain_records(void)
 }
 
 /* ------------------------------------------------------------ supervisor */
+
+/* cgroup.procs of the memory and pids cgroups (v1) or the one cgroup (v2)
+ * of a process, from its /proc/PID/cgroup. */
+int rv_broker_cgroups(const char *file, char out[2][PATH_MAX])
+{
+    char text[8192];
+
+    if (rv_read_small(file, text, sizeof(text)) < 0)
+        return -1;
+    return rv_mountreq_cgroups(text, "/sys/fs/cgroup",
+                               access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0, out) < 0
+               ? -1 : 0;
+}
+
+/* The container's mount namespace and cgroups, from its init as the runtime
+ * handed it over: the namespace is held until we exit (the mounts we made
+ * stay what their records say, for the aborts at exit), the cgroups are
+ * where the workers charge their work. Checked against the pidfd after
+ * reading: the files were those of init, not of a process that reused its
+ * pid. */
+static void container_of_init(void)
+{
+    char p[64];
+    int ns;
+
+    snprintf(p, sizeof(p), "%d/ns/mnt", (int)B.init_pid);
+    ns = openat(B.hostproc, p, O_RDONLY | O_CLOEXEC);
+    snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)B.init_pid);
+    if (rv_broker_cgroups(p, B.cg_join) < 0)
+        rv_log(RV_WARN, "fuse broker: the cgroups of init %d are unknown: its mounts are not "
+               "charged to the container", (int)B.init_pid);
+    if (B.init_pidfd < 0 || rv_pidfd_send_signal(B.init_pidfd, 0) < 0) {
+        if (ns >= 0)
+            close(ns);
+        B.cg_join[0][0] = B.cg_join[1][0] = '\0';
+        return;
+    }
+    B.mntns = ns;
+}
 
 /* A whole payload: check it names our container, keep its notify fd. */
 static void conn_payload(struct conn *c, json_t *st)
@@ -328,7 +447,8 @@ static void conn_payload(struct conn *c, json_t *st)
     json_array_foreach(fds, i, v)
         if (json_is_string(v) && strcmp(json_string_value(v), "seccompFd") == 0)
             idx = (int)i;
-    if (idx < 0 || idx >= c->nfds || pid <= 0 || pid > INT32_MAX) {
+    /* crun's exec (1.8) sends state.pid 0: the init we know already */
+    if (idx < 0 || idx >= c->nfds || pid < 0 || pid > INT32_MAX || (pid == 0 && B.init_pid == 0)) {
         rv_log(RV_WARN, "fuse broker: state without a seccomp fd or pid: ignored");
         return;
     }
@@ -341,7 +461,8 @@ static void conn_payload(struct conn *c, json_t *st)
         B.init_pid = (pid_t)pid;
         B.init_pidfd = rv_pidfd_open(B.init_pid, 0);
         B.init_gone = B.init_pidfd < 0;
-    } else if (B.init_pid != (pid_t)pid) {
+        container_of_init();
+    } else if (pid != 0 && B.init_pid != (pid_t)pid) {
         rv_log(RV_WARN, "fuse broker: a runtime sent init pid %lld, not %d: ignored",
                (long long)pid, (int)B.init_pid);
         return;
@@ -425,6 +546,104 @@ static void accept_all(void)
     }
 }
 
+/* Whether the container's init is exiting (PF_EXITING among the flags of
+ * /proc/PID/stat). A pid namespace's init that exits waits for every other
+ * process of the namespace, so its pidfd says nothing while one of them
+ * waits on a FUSE connection: this does. Its pid is not reused before it is
+ * reaped. */
+static bool init_exiting(void)
+{
+    char p[32], text[1024], *r;
+    unsigned long flags;
+
+    snprintf(p, sizeof(p), "/proc/%d/stat", (int)B.init_pid);
+    if (rv_read_small(p, text, sizeof(text)) < 0 || !(r = strrchr(text, ')')))
+        return false;
+    /* ") S ppid pgrp session tty_nr tpgid flags" */
+    return sscanf(r + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x4);
+}
+
+/* Workers still inside a request now. */
+static unsigned blocked_workers(void)
+{
+    unsigned n = 0;
+
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (B.slots[i].pid && atomic_load(&B.slots[i].busy_since))
+            n++;
+    return n;
+}
+
+/* The container ended (its init is gone, or every process). A FUSE
+ * connection we made for it may still have waiters, ours among them (a
+ * request blocked on a tenant's daemon whose descriptor lives on somewhere)
+ * and the container's own processes, which then cannot exit: abort the
+ * connection of each mount we made that is still in the container's mount
+ * namespace (held, so those mounts, their superblocks and their device
+ * numbers are still theirs), through fusectl. Counts those that had
+ * requests waiting. */
+static void abort_connections(void)
+{
+    cleanup_free char *text = NULL;
+    cleanup_close int fs = -1, ctl = -1;
+
+    if (B.mounts.n == 0 || B.mntns < 0)
+        return;
+    fs = rv_fsopen("fusectl", RV_FSOPEN_CLOEXEC);
+    if (fs >= 0 && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+        ctl = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, 0);
+    if (ctl < 0) {
+        rv_log(RV_WARN, "fuse broker: fusectl: %s: FUSE connections not aborted", strerror(errno));
+        return;
+    }
+    if (setns(B.mntns, CLONE_NEWNS) < 0)
+        return;
+    text = rv_broker_read_proc(B.hostproc, "thread-self/mountinfo");
+    for (size_t i = 0; text && i < B.mounts.n; i++) {
+        const struct rv_broker_mount *m = &B.mounts.m[i];
+        char fstype[256], p[64], waiting[32] = "";
+        unsigned maj, min;
+        bool shared;
+        int fd;
+        if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
+            maj != m->dev_major || min != m->dev_minor || strncmp(fstype, "fuse", 4) != 0)
+            continue;
+        /* fusectl names a connection by the kernel's dev_t */
+        snprintf(p, sizeof(p), "%u/waiting", (maj << 20) | min);
+        if ((fd = openat(ctl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
+            if (read(fd, waiting, sizeof(waiting) - 1) < 0)
+                waiting[0] = '\0';
+            close(fd);
+        }
+        snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
+        if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
+            continue;
+        if (write(fd, "1", 1) == 1 && atoi(waiting) > 0)
+            B.aborted++;
+        close(fd);
+    }
+    setns(B.home_mntns, CLONE_NEWNS);
+}
+
+/* Say what was done at the end: in the log, and when requests were still
+ * waiting or a worker was blocked, in <socket>.exit for the shim's delete
+ * and `resview doctor`. */
+static void exit_report(void)
+{
+    unsigned blocked = blocked_workers();
+    char line[256];
+
+    abort_connections();
+    rv_log(B.aborted || blocked ? RV_WARN : RV_INFO,
+           "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left (their "
+           "connections aborted), %u with requests still waiting, %u workers were blocked in "
+           "a request", B.mounts.n, B.aborted, blocked);
+    if ((B.aborted || blocked) &&
+        rv_snprintf(line, sizeof(line), "aborted=%u blocked=%u mounts=%zu\n", B.aborted, blocked,
+                    B.mounts.n) >= 0)
+        rv_broker_exit_note(B.socket, line);
+}
+
 static bool container_gone(void)
 {
     return B.runtime_gone && B.n_conns == 0 && B.n_notify == 0 &&
@@ -434,7 +653,8 @@ static bool container_gone(void)
 static int loop(void)
 {
     struct pollfd pfd[4 + MAX_CONNS + MAX_WORKERS + MAX_NOTIFY];
-    int conn_at, worker_at, notify_at, n, timeout;
+    int conn_at, worker_at, notify_at, n, timeout, polled_notify;
+    bool had_worker;
 
     for (;;) {
         if (container_gone()) {
@@ -454,14 +674,17 @@ static int loop(void)
         worker_at = n;
         for (int i = 0; i < MAX_WORKERS; i++)
             pfd[n++] = (struct pollfd){ .fd = B.pidfds[i], .events = POLLIN };
-        /* only hangups: the worker answers */
+        /* only hangups: the worker answers (we do only when every one is blocked) */
         notify_at = n;
         for (int i = 0; i < B.n_notify; i++)
-            pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = 0 };
+            pfd[n++] = (struct pollfd){ .fd = B.notify[i], .events = B.worker < 0 ? POLLIN : 0 };
         /* nothing ever connected and the runtime is gone: a failed create */
-        timeout = B.runtime_gone && !B.ever_connected ? NO_RUNTIME_GRACE_MS
-                  : B.worker >= 0                      ? STUCK_MS / 2
-                                                       : -1;
+        /* a tick for stuck workers and for the container's end */
+        timeout = B.runtime_gone && !B.ever_connected              ? NO_RUNTIME_GRACE_MS
+                  : B.worker >= 0 || (B.init_pid > 0 && !B.ended) ? STUCK_MS / 2
+                                                                    : -1;
+        polled_notify = B.n_notify;
+        had_worker = B.worker >= 0;
         int r = poll(pfd, (nfds_t)n, timeout);
         if (r < 0 && errno == EINTR)
             continue;
@@ -483,14 +706,23 @@ static int loop(void)
             B.runtime_gone = true;
         if (pfd[3].revents)
             B.init_gone = true;
+        if (!B.ended && B.init_pid > 0 && (B.init_gone || init_exiting())) {
+            /* the container ends: nothing may wait on its file systems */
+            B.ended = true;
+            drain_records();
+            abort_connections();
+        }
         for (int i = 0; i < MAX_WORKERS; i++)
             if (pfd[worker_at + i].revents)
                 worker_reap(i);
-        for (int i = B.n_notify - 1; i >= 0; i--)
-            if (pfd[notify_at + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+        for (int i = polled_notify - 1; i >= 0; i--) {
+            if (pfd[notify_at + i].revents & POLLIN && !had_worker && B.worker < 0)
+                answer_saturated(B.notify[i]);
+            else if (pfd[notify_at + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
                 close(B.notify[i]);
                 B.notify[i] = B.notify[--B.n_notify];
             }
+        }
         for (int i = B.n_conns - 1; i >= 0; i--)
             if (pfd[conn_at + i].revents && conn_read(&B.conns[i]))
                 conn_close(i);
@@ -507,6 +739,8 @@ int rv_broker_main(int argc, char **argv)
         { "allow-other", required_argument, NULL, 'a' },
         { "log-file", required_argument, NULL, 'f' },
         { "log-level", required_argument, NULL, 'l' },
+        { "max-mounts", required_argument, NULL, 'm' },
+        { "volume", required_argument, NULL, 'v' },
         { NULL, 0, NULL, 0 },
     };
     struct rv_config cfg;
@@ -522,6 +756,11 @@ int rv_broker_main(int argc, char **argv)
         case 'a': B.allow_other = strcmp(optarg, "1") == 0; break;
         case 'f': snprintf(cfg.log_file, sizeof(cfg.log_file), "%s", optarg); break;
         case 'l': cfg.log_level = (enum rv_level)atoi(optarg); break;
+        case 'm': B.max_mounts = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'v':
+            if (B.n_volumes < RV_BROKER_MAX_VOLUMES)
+                B.volumes[B.n_volumes++] = optarg;
+            break;
         default: return 2;
         }
     }
@@ -534,7 +773,13 @@ int rv_broker_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     B.listen_fd = RV_BROKER_LISTEN_FD;
     B.runtime_pidfd = RV_BROKER_RUNTIME_FD;
-    B.init_pidfd = B.worker_ctl = B.worker = -1;
+    B.init_pidfd = B.worker_ctl = B.worker = B.mntns = -1;
+    if (B.max_mounts == 0)
+        B.max_mounts = RV_FUSE_MAX_MOUNTS_DEFAULT;
+    {
+        struct sigaction sa = { .sa_handler = on_alarm };   /* no SA_RESTART */
+        sigaction(SIGALRM, &sa, NULL);
+    }
     for (int i = 0; i < MAX_WORKERS; i++)
         B.pidfds[i] = -1;
     B.hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -550,7 +795,7 @@ int rv_broker_main(int argc, char **argv)
     /* the worker blocks on a full pipe rather than lose a record; we never block */
     fcntl(B.records[1], F_SETFL, 0);
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
-    rv_log(RV_INFO, "fuse broker: listening on %s", B.socket);
+    rv_log(RV_INFO, "fuse broker: listening on %s (%zu volumes a FUSE mount may go on, at most %u mounts)", B.socket, B.n_volumes, B.max_mounts);
     {
         /* sockets of brokers killed earlier: off the container's start path */
         char dir[PATH_MAX], *slash;
@@ -562,7 +807,7 @@ int rv_broker_main(int argc, char **argv)
     rc = loop();
     /* our own socket name: no other broker uses it */
     unlink(B.socket);
-    rv_log(RV_INFO, "fuse broker: container gone, exiting (%zu FUSE mounts of its own were left)",
-           B.mounts.n);
+    drain_records();
+    exit_report();
     return rc;
 }

@@ -8,14 +8,24 @@
  *     known to name the caller, not a process that reused its id;
  *  2. read each string argument once, bounded, and decide on that copy
  *     (another thread of the caller may change its memory at any time);
- *  3. take the caller's /dev/fuse descriptor with pidfd_getfd (the number in
- *     fd= is never trusted), enter its mount namespace, take its root and
- *     cwd, resolve the target there without magic links (/proc/PID/root and
- *     friends), so nothing outside the container's own tree can be named;
- *  4. mount with fsopen/fsconfig/fsmount/move_mount onto the resolved target
- *     fd with options rebuilt here and nosuid,nodev forced; unmount only
- *     FUSE mounts this broker made;
- *  5. answer; a mount whose caller is gone by then is taken away again.
+ *  3. enter the container's mount namespace (setns: our root becomes the
+ *     container's own root, whatever root the caller chrooted into) and walk
+ *     the target from the caller's root or cwd one component at a time,
+ *     looking up only in directories of a place a FUSE mount may go (the
+ *     container's root file system, a volume the engine mounted): nothing is
+ *     ever looked up through a tenant's FUSE file system or /proc, so a
+ *     daemon that never answers cannot hold us, and chroot, "..", symlinks
+ *     and magic links cannot make a target mean another place;
+ *  4. decide the place by mount identity (mount id, device, the volume's
+ *     host inode), never by a path string;
+ *  5. join the container's memory and pids cgroups (the kernel memory of
+ *     the mount is the container's), take the caller's /dev/fuse descriptor
+ *     with pidfd_getfd (the number in fd= is never trusted) only now, and
+ *     drop it once the superblock exists: nothing that can wait holds it;
+ *  6. mount with fsopen/fsconfig/fsmount/move_mount onto the target fd with
+ *     options rebuilt here and nosuid,nodev forced; unmount only FUSE mounts
+ *     this broker made;
+ *  7. answer; a mount whose caller is gone by then is taken away again.
  * The fresh FUSE mount is never stat'ed or read: the daemon that must answer
  * may be the very caller blocked in mount(2). The answer is never
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE. */
@@ -115,14 +125,23 @@ bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount
 struct caller {
     pid_t tid;
     int pidfd, mem, mntns, userns, root, cwd;
-    int fuse_fd, target, fs, mnt;
+    int fuse_fd, target, parent, fs, mnt;
     struct rv_mount_caller ids;
+};
+
+/* What one request learned about the container's mounts. */
+struct place {
+    struct rv_broker_mount root;   /* the container's root mount (our root after setns) */
+    uint64_t root_ino;             /* and its root directory */
+    char *mountinfo;               /* the container's mount table, once read */
+    struct { struct rv_broker_mount mount; bool ok; } seen[8];
+    unsigned n_seen;
 };
 
 static void caller_close(struct caller *c)
 {
     int *fds[] = { &c->pidfd, &c->mem, &c->mntns, &c->userns, &c->root, &c->cwd,
-                   &c->fuse_fd, &c->target, &c->fs, &c->mnt };
+                   &c->fuse_fd, &c->target, &c->parent, &c->fs, &c->mnt };
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (*fds[i] >= 0) {
             close(*fds[i]);
@@ -155,7 +174,7 @@ static int caller_open(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif 
     memset(c, 0, sizeof(*c));
     c->tid = (pid_t)n->pid;
     c->pidfd = c->mem = c->mntns = c->userns = c->root = c->cwd = -1;
-    c->fuse_fd = c->target = c->fs = c->mnt = -1;
+    c->fuse_fd = c->target = c->parent = c->fs = c->mnt = -1;
     *answer = 0;
 #define OPEN_TASK(field, file, flags)                                           \
     do {                                                                        \
@@ -231,46 +250,43 @@ static int answer(struct rv_broker_ctx *ctx, uint64_t id, int error)
     return ioctl(ctx->notify_fd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
-/* Enter the caller's mount namespace, root and working directory. User
- * namespaces other than the broker's are not supported (the /dev/fuse file
- * would belong to another user namespace than the mount). */
-static int enter(const struct caller *c)
+/* Enter the container's mount namespace: setns makes our root and working
+ * directory the namespace's root, the container's own root file system,
+ * whatever root the caller chrooted into. The caller must be in the
+ * container's namespace (the one its init had when the runtime handed it
+ * over) and in our user namespace (the /dev/fuse file would belong to
+ * another user namespace than the mount). */
+static int enter(struct rv_broker_ctx *ctx, const struct caller *c, struct place *pl)
 {
-    struct stat mine, theirs;
+    struct stat mine, theirs, ns;
+    struct rv_statx sx;
 
     if (stat("/proc/self/ns/user", &mine) < 0 || fstat(c->userns, &theirs) < 0 ||
         mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
         return -EPERM;
-    if (setns(c->mntns, CLONE_NEWNS) < 0 || fchdir(c->root) < 0 || chroot(".") < 0 ||
-        fchdir(c->cwd) < 0)
+    if (ctx->container_mntns >= 0 &&
+        (fstat(ctx->container_mntns, &ns) < 0 || fstat(c->mntns, &theirs) < 0 ||
+         ns.st_ino != theirs.st_ino || ns.st_dev != theirs.st_dev))
         return -EPERM;
+    if (setns(c->mntns, CLONE_NEWNS) < 0)
+        return -EPERM;
+    if (rv_statx(AT_FDCWD, "/", RV_AT_STATX_DONT_SYNC, RV_STATX_INO, &sx) < 0 ||
+        !(sx.stx_mask & RV_STATX_MNT_ID))
+        return -EPERM;
+    pl->root.mnt_id = (int)sx.stx_mnt_id;
+    pl->root.dev_major = sx.stx_dev_major;
+    pl->root.dev_minor = sx.stx_dev_minor;
+    pl->root_ino = sx.stx_ino;
     return 0;
 }
 
-/* The target as the caller's own call would find it, but never through a
- * magic link (/proc/PID/root, /proc/PID/fd/N): we are chrooted into the
- * caller's root, so absolute paths, absolute symlinks and ".." stay inside. */
-static int resolve(const char *target, bool nofollow)
-{
-    struct rv_open_how how = {
-        .flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
-        .resolve = RV_RESOLVE_NO_MAGICLINKS,
-    };
-    int fd;
-
-    if (!*target)
-        return -ENOENT;
-    fd = rv_openat2(AT_FDCWD, target, &how);
-    return fd < 0 ? -errno : fd;
-}
-
 /* Mount id, device and mount-root flag of an fd, without asking a FUSE
- * daemon (mask 0 and AT_STATX_DONT_SYNC: FUSE answers from the inode). */
-static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
+ * daemon (AT_STATX_DONT_SYNC: FUSE answers from the inode as cached). */
+static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root, unsigned *mode)
 {
     struct rv_statx sx;
 
-    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, 0, &sx) < 0)
+    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
         return -errno;
     if (!(sx.stx_mask & RV_STATX_MNT_ID))
         return -ENOSYS;
@@ -280,79 +296,275 @@ static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root)
     if (is_root)
         *is_root = (sx.stx_attributes_mask & RV_STATX_ATTR_MOUNT_ROOT) &&
                    (sx.stx_attributes & RV_STATX_ATTR_MOUNT_ROOT);
+    if (mode)
+        *mode = sx.stx_mode;
     return 0;
 }
 
-/* The mount holding the target, from the caller's mountinfo: its type and
- * whether it propagates to peers (shared). A container's mount table is
- * small: a page or two on the stack first. */
-static int target_mount(struct rv_broker_ctx *ctx, int mnt_id, char *fstype, size_t size,
-                        bool *shared)
+char *rv_broker_read_proc(int dirfd, const char *path)
 {
-    cleanup_close int fd = openat(ctx->hostproc, "thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
-    cleanup_free char *heap = NULL;
-    char small[16384], *text = small;
-    size_t have = 0, cap = sizeof(small) - 1;
-    unsigned maj, min;
+    cleanup_close int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+    cleanup_free char *text = NULL;
+    size_t have = 0, cap = 16384;
     ssize_t r;
 
-    if (fd < 0)
-        return -EPERM;
+    if (fd < 0 || !(text = malloc(cap + 1)))
+        return NULL;
     for (;;) {
         if (have == cap) {
             char *nt;
-            if (cap >= MOUNTINFO_MAX || !(nt = realloc(heap, cap * 4 + 1)))
-                return -EPERM;
-            if (!heap)
-                memcpy(nt, small, have);
-            heap = text = nt;
-            cap = cap * 4;
+            if (cap >= MOUNTINFO_MAX || !(nt = realloc(text, cap * 4 + 1)))
+                return NULL;
+            text = nt;
+            cap *= 4;
         }
         r = read(fd, text + have, cap - have);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
-            return -EPERM;
+            return NULL;
         if (r == 0)
             break;
         have += (size_t)r;
     }
     text[have] = '\0';
-    return rv_mountinfo_find(text, mnt_id, fstype, size, &maj, &min, shared) < 0 ? -EPERM : 0;
+    return move_ptr(text);
 }
 
-/* Places a tenant's FUSE mount must not cover: the container's root and the
- * runtime's own /proc, /sys and /dev, and any kernel file system. A FUSE
- * file system over them would feed made-up /proc files to the runtime's next
- * `exec` into the container (the procfs-overmount attacks on runc) or hide
- * what the runtime masked. The path is the target's as seen from the
- * caller's root (we are chrooted there). */
-static bool forbidden_place(struct rv_broker_ctx *ctx, int fd, const char *fstype)
+/* The container's mount table as the kernel writes it (no file system is
+ * asked), read once per request. */
+static const char *mountinfo(struct rv_broker_ctx *ctx, struct place *pl)
 {
-    static const char *const kernel_fs[] = {
+    if (!pl->mountinfo)
+        pl->mountinfo = rv_broker_read_proc(ctx->hostproc, "thread-self/mountinfo");
+    return pl->mountinfo;
+}
+
+/* File systems a FUSE mount never goes on, and that are never looked up in. */
+static bool kernel_fs(const char *fstype)
+{
+    static const char *const names[] = {
         "proc", "sysfs", "devpts", "devtmpfs", "mqueue", "cgroup", "cgroup2", "securityfs",
         "debugfs", "tracefs", "bpf", "pstore", "efivarfs", "configfs", "binfmt_misc", "fusectl",
-        "hugetlbfs", "selinuxfs", "nsfs", "autofs", "rpc_pipefs", NULL };
-    static const char *const dirs[] = { "/proc", "/sys", "/dev", NULL };
-    char p[64], path[PATH_MAX + 1];
-    ssize_t n;
+        "hugetlbfs", "selinuxfs", "nsfs", "autofs", "rpc_pipefs", "fuseblk", NULL };
 
-    for (size_t i = 0; kernel_fs[i]; i++)
-        if (strcmp(fstype, kernel_fs[i]) == 0)
-            return true;
-    snprintf(p, sizeof(p), "thread-self/fd/%d", fd);
-    n = readlinkat(ctx->hostproc, p, path, sizeof(path) - 1);
-    if (n <= 0 || n >= (ssize_t)sizeof(path) - 1 || path[0] != '/')
+    if (strcmp(fstype, "fuse") == 0 || strncmp(fstype, "fuse.", 5) == 0)
         return true;
-    path[n] = '\0';
-    if (strcmp(path, "/") == 0)
-        return true;
-    for (size_t i = 0; dirs[i]; i++) {
-        size_t l = strlen(dirs[i]);
-        if (strncmp(path, dirs[i], l) == 0 && (path[l] == '\0' || path[l] == '/'))
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(fstype, names[i]) == 0)
             return true;
-    }
     return false;
+}
+
+/* The host identities of the engine's volumes, taken once per worker in the
+ * broker's own mount namespace (before the first setns). */
+static void volumes_load(struct rv_broker_ctx *ctx)
+{
+    struct stat st;
+
+    if (ctx->vol_ready)
+        return;
+    ctx->vol_ready = true;
+    for (size_t i = 0; i < ctx->n_volumes && ctx->n_vol_ids < RV_BROKER_MAX_VOLUMES; i++)
+        if (stat(ctx->volumes[i], &st) == 0) {
+            ctx->vol_ids[ctx->n_vol_ids].dev = st.st_dev;
+            ctx->vol_ids[ctx->n_vol_ids++].ino = st.st_ino;
+        }
+}
+
+/* Whether the mount holding fd is a place for FUSE: the container's root
+ * file system, or a volume: a mount whose root is the host directory or
+ * file the engine bound (same device and inode), and that is neither FUSE
+ * nor a kernel file system. fd must be a directory or the mount's root (a
+ * file bind). Nothing is asked of a file system: ".." never reaches one. */
+static bool place_ok(struct rv_broker_ctx *ctx, struct place *pl, int fd)
+{
+    struct rv_broker_mount m, up;
+    char fstype[256];
+    const char *mi;
+    unsigned maj, min, mode;
+    bool root, shared, ok = false;
+    struct stat st;
+    int cur, next;
+
+    if (mount_of(fd, &m, &root, &mode) < 0)
+        return false;
+    if (m.mnt_id == pl->root.mnt_id && m.dev_major == pl->root.dev_major &&
+        m.dev_minor == pl->root.dev_minor)
+        return true;
+    for (unsigned i = 0; i < pl->n_seen; i++)
+        if (pl->seen[i].mount.mnt_id == m.mnt_id && pl->seen[i].mount.dev_major == m.dev_major &&
+            pl->seen[i].mount.dev_minor == m.dev_minor)
+            return pl->seen[i].ok;
+    if (ctx->n_vol_ids == 0 || !(mi = mountinfo(ctx, pl)) ||
+        rv_mountinfo_find(mi, m.mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
+        maj != m.dev_major || min != m.dev_minor || kernel_fs(fstype) || (!root && !S_ISDIR(mode)))
+        goto out;
+    /* up to the mount's root, within this mount (".." is the dentry's parent) */
+    cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    for (int steps = 0; cur >= 0 && !root && steps < PATH_MAX / 2; steps++) {
+        next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        close(cur);
+        cur = next;
+        if (cur < 0 || mount_of(cur, &up, &root, NULL) < 0 || up.mnt_id != m.mnt_id) {
+            root = false;
+            break;
+        }
+    }
+    if (cur >= 0 && root && fstat(cur, &st) == 0)
+        for (size_t i = 0; i < ctx->n_vol_ids && !ok; i++)
+            ok = st.st_dev == ctx->vol_ids[i].dev && st.st_ino == ctx->vol_ids[i].ino;
+    if (cur >= 0)
+        close(cur);
+out:
+    if (pl->n_seen < sizeof(pl->seen) / sizeof(pl->seen[0])) {
+        pl->seen[pl->n_seen].mount = m;
+        pl->seen[pl->n_seen++].ok = ok;
+    }
+    return ok;
+}
+
+static bool same_dir(int a, int b)
+{
+    struct rv_statx x, y;
+
+    return rv_statx(a, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_INO, &x) == 0 &&
+           rv_statx(b, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_INO, &y) == 0 &&
+           x.stx_mnt_id == y.stx_mnt_id && x.stx_ino == y.stx_ino &&
+           x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor;
+}
+
+/* The target as the caller's own call would find it (from its root or its
+ * working directory, symlinks followed as the kernel would, ".." stopping at
+ * its root), but one component at a time, and each looked up only in a
+ * directory that is a place for FUSE (place_ok): never in a tenant's FUSE
+ * file system (whose daemon may never answer), never in /proc (so no magic
+ * link), never in anything else the runtime mounted. The final component is
+ * looked up, not entered: a FUSE mount's root is reached without asking its
+ * daemon. Gives the target fd, and its parent directory and name (-1 and ""
+ * when the path ends in "/", "." or ".."). Negative errno on failure. */
+static int walk(struct rv_broker_ctx *ctx, struct place *pl, const struct caller *c,
+                const char *path, bool follow, int *parent, char name[NAME_MAX + 1])
+{
+    char buf[2 * RV_MOUNT_STR_MAX], link[RV_MOUNT_STR_MAX];
+    cleanup_close int dir = -1;
+    unsigned links = 0;
+    char *p = buf;
+    int fd, r;
+
+    *parent = -1;
+    name[0] = '\0';
+    if (!*path)
+        return -ENOENT;
+    if (rv_snprintf(buf, sizeof(buf), "%s", path) < 0)
+        return -ENAMETOOLONG;
+    if ((dir = fcntl(path[0] == '/' ? c->root : c->cwd, F_DUPFD_CLOEXEC, 3)) < 0)
+        return -EPERM;
+    for (;;) {
+        char *comp;
+        size_t len;
+        bool last;
+
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return move_fd(dir);
+        comp = p;
+        len = strcspn(p, "/");
+        p += len;
+        if (*p)
+            *p++ = '\0';
+        while (*p == '/')
+            p++;
+        last = !*p;
+        if (len > NAME_MAX)
+            return -ENAMETOOLONG;
+        if (!place_ok(ctx, pl, dir))
+            return -EPERM;
+        if (strcmp(comp, ".") == 0)
+            continue;
+        if (strcmp(comp, "..") == 0) {
+            if (same_dir(dir, c->root))
+                continue;
+            if ((fd = openat(dir, "..", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+                return -errno;
+            close(dir);
+            dir = fd;
+            continue;
+        }
+        if ((fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            return -errno;
+        struct rv_statx sx;
+        if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0) {
+            r = -errno;
+            close(fd);
+            return r;
+        }
+        if (S_ISLNK(sx.stx_mode) && (!last || follow)) {
+            /* the link is in dir's mount, a place for FUSE: read as is */
+            ssize_t n = readlinkat(fd, "", link, sizeof(link) - 1);
+            close(fd);
+            if (n <= 0)
+                return n == 0 ? -ENOENT : -errno;
+            if (++links > 40)
+                return -ELOOP;
+            link[n] = '\0';
+            if (rv_snprintf(buf + sizeof(buf) / 2, sizeof(buf) / 2, "%s/%s", link, p) < 0)
+                return -ENAMETOOLONG;
+            memmove(buf, buf + sizeof(buf) / 2, strlen(buf + sizeof(buf) / 2) + 1);
+            p = buf;
+            if (link[0] == '/') {
+                if ((fd = fcntl(c->root, F_DUPFD_CLOEXEC, 3)) < 0)
+                    return -EPERM;
+                close(dir);
+                dir = fd;
+            }
+            continue;
+        }
+        if (last) {
+            memcpy(name, comp, len + 1);
+            *parent = move_fd(dir);
+            return fd;
+        }
+        if (!S_ISDIR(sx.stx_mode)) {
+            close(fd);
+            return -ENOTDIR;
+        }
+        close(dir);
+        dir = fd;
+    }
+}
+
+/* A FUSE mount goes on a place for FUSE, and never on the container's root
+ * itself, nor on a mount that propagates out (shared). The target is judged
+ * by the mount that holds it: itself if it is a mount's root, else its
+ * directory's. */
+static int place_for_mount(struct rv_broker_ctx *ctx, struct place *pl, int target, int parent,
+                           const char **why)
+{
+    struct rv_broker_mount m;
+    char fstype[256];
+    unsigned maj, min, mode;
+    bool root, shared;
+    const char *mi;
+    struct rv_statx sx;
+
+    if (mount_of(target, &m, &root, &mode) < 0)
+        REFUSE("target's mount unknown", -EPERM);
+    if (root && m.mnt_id == pl->root.mnt_id) {
+        if (rv_statx(target, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_INO, &sx) < 0 ||
+            sx.stx_ino == pl->root_ino)
+            REFUSE("target is the container's root", -EPERM);
+    }
+    if (!place_ok(ctx, pl, root || S_ISDIR(mode) || parent < 0 ? target : parent))
+        REFUSE("target is not on the container's root file system or a volume (/proc, /sys, "
+               "/dev, a view, a mask, an engine file, a FUSE mount, ...)", -EPERM);
+    if (!(mi = mountinfo(ctx, pl)) ||
+        rv_mountinfo_find(mi, m.mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0)
+        REFUSE("target's mount unknown", -EPERM);
+    if (shared)
+        REFUSE("target is on a shared mount (it would propagate out)", -EPERM);
+    return 0;
 }
 
 struct mount_args {
@@ -429,17 +641,33 @@ static int detach_fd(struct rv_broker_ctx *ctx, int fd)
     return 0;
 }
 
+/* The work for a container is charged to the container's own cgroups
+ * (memory, kernel memory included, and pids), as `runc exec` joins them: a
+ * FUSE mount's superblock, connection and mount are kernel memory. Joined
+ * for the request, left after it (a worker outside a request holds nothing
+ * of the container's, and never keeps its cgroup from being removed). */
+static int charge(struct rv_broker_ctx *ctx, bool join)
+{
+    const int *fds = join ? ctx->cg_join : ctx->cg_home;
+
+    if (ctx->charged == join)
+        return 0;
+    ctx->charged = join;
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0 && write(fds[i], "0", 1) != 1)
+            return -1;
+    return 0;
+}
+
 static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
-                    struct caller *c, struct mount_args *a, const char **why)
+                    struct caller *c, struct mount_args *a, struct place *pl, const char **why)
 {
     struct rv_mount_flags fl;
     struct rv_fuse_opts o;
     struct rv_broker_mount m;
-    char subtype[RV_FUSE_SUBTYPE_MAX];
-    char fstype[256];
+    char subtype[RV_FUSE_SUBTYPE_MAX], name[NAME_MAX + 1];
     struct rv_statx sx;
     struct stat st;
-    bool shared;
     int r;
 
     if ((r = rv_mountreq_flags(n->data.args[3], &fl)) < 0)
@@ -468,17 +696,14 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
             REFUSE("subtype given twice", -EINVAL);
         strcpy(subtype, o.subtype);
     }
-    /* The caller's own descriptor, which must be /dev/fuse. */
-    c->fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
-    if (c->fuse_fd < 0)
-        REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
-    if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
-        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
-        REFUSE("fd= is not /dev/fuse", -EINVAL);
-    if ((r = enter(c)) < 0)
-        REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
-    if ((r = resolve(a->target, false)) < 0)
-        REFUSE("target", r);
+    if (ctx->mounts->n >= ctx->max_mounts)
+        REFUSE("the container has fuse.max_mounts FUSE mounts already", -ENOSPC);
+    if ((r = enter(ctx, c, pl)) < 0)
+        REFUSE("cannot enter the container's mount namespace (user namespace, or another one?)", r);
+    if ((r = walk(ctx, pl, c, a->target, true, &c->parent, name)) < 0)
+        REFUSE(r == -EPERM ? "target: a path through a place that is not the container's root "
+                             "file system or a volume (/proc, /sys, a FUSE mount, ...)"
+                           : "target", r);
     c->target = r;
     /* the type from the inode as cached: a FUSE daemon is not asked */
     if (rv_statx(c->target, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
@@ -487,21 +712,30 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
         REFUSE("target is neither a directory nor a regular file", -EPERM);
     if (S_ISDIR(sx.stx_mode) != ((o.rootmode & S_IFMT) == S_IFDIR))
         REFUSE("rootmode does not match the target", -ENOTDIR);
-    if ((r = mount_of(c->target, &m, NULL)) < 0 ||
-        (r = target_mount(ctx, m.mnt_id, fstype, sizeof(fstype), &shared)) < 0)
-        REFUSE("target's mount unknown", r);
-    if (shared)
-        REFUSE("target is on a shared mount (it would propagate out)", -EPERM);
-    if (forbidden_place(ctx, c->target, fstype))
-        REFUSE("target is /, in /proc, /sys or /dev, or on a kernel file system", -EPERM);
-    if ((r = fuse_context(a, &o, subtype, &fl, c->fuse_fd)) < 0)
+    if ((r = place_for_mount(ctx, pl, c->target, c->parent, why)) < 0)
+        return r;
+    if (charge(ctx, true) < 0)
+        REFUSE("cannot join the container's cgroups (to charge it for the mount)", -ENOMEM);
+    /* The caller's own descriptor, which must be /dev/fuse; held only until
+     * the superblock exists (it must not keep a connection alive while
+     * anything below waits). */
+    c->fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
+    if (c->fuse_fd < 0)
+        REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
+    if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
+        REFUSE("fd= is not /dev/fuse", -EINVAL);
+    r = fuse_context(a, &o, subtype, &fl, c->fuse_fd);
+    close(c->fuse_fd);
+    c->fuse_fd = -1;
+    if (r < 0)
         REFUSE("fsconfig", r);
     c->fs = r;
     if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl.attrs)) < 0)
         REFUSE("fsmount", -errno);
     if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
         REFUSE("move_mount", -errno);
-    if (mount_of(c->mnt, &m, NULL) < 0) {
+    if (mount_of(c->mnt, &m, NULL, NULL) < 0) {
         detach_fd(ctx, c->mnt);
         REFUSE("mount id of the new mount", -EPERM);
     }
@@ -516,47 +750,37 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
 }
 
 /* umount2 without MNT_DETACH must see whether the mount is busy, which our
- * own fd on it would make it: unmount by name from its (held) parent
- * directory instead. Requests run one at a time (a replaced worker still
- * inside one makes this EBUSY), and mount points cannot be renamed, so the
- * name still holds this mount. */
-static int umount_by_name(struct rv_broker_ctx *ctx, int *target,
-                          const struct rv_broker_mount *m, int flags)
+ * own fd on it would make it: unmount by name from its parent directory
+ * (from the walk) instead, after checking that the name still holds this
+ * mount. Requests run one at a time (a replaced worker still inside one makes
+ * this EBUSY), and mount points cannot be renamed. The target may be a
+ * regular file (a FUSE mount over one file). */
+static int umount_by_name(struct caller *c, const char *name, const struct rv_broker_mount *m,
+                          int flags)
 {
-    char p[64], path[PATH_MAX + 1];
-    cleanup_close int parent = -1, again = -1;
+    cleanup_close int again = -1;
     struct rv_broker_mount m2;
-    const char *name;
     bool root;
-    ssize_t n;
 
-    snprintf(p, sizeof(p), "thread-self/fd/%d", *target);
-    n = readlinkat(ctx->hostproc, p, path, sizeof(path) - 1);
-    if (n <= 0 || n >= (ssize_t)sizeof(path) - 1)
+    if (c->parent < 0 || !*name)
         return -EINVAL;
-    path[n] = '\0';
-    name = strrchr(path, '/');
-    name = name ? name + 1 : path;
-    if (!*name || strcmp(name, "..") == 0 || strcmp(name, ".") == 0)
-        return -EINVAL;
-    parent = openat(*target, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (parent < 0)
-        return -errno;
-    again = openat(parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (again < 0 || mount_of(again, &m2, &root) < 0 || !root || m2.mnt_id != m->mnt_id)
+    again = openat(c->parent, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (again < 0 || mount_of(again, &m2, &root, NULL) < 0 || !root || m2.mnt_id != m->mnt_id)
         return -EBUSY;
     close(move_fd(again));
-    close(move_fd(*target));
-    if (fchdir(parent) < 0 || umount2(name, flags | UMOUNT_NOFOLLOW) < 0)
+    close(c->target);
+    c->target = -1;
+    if (fchdir(c->parent) < 0 || umount2(name, flags | UMOUNT_NOFOLLOW) < 0)
         return -errno;
     return 0;
 }
 
 static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                      enum rv_broker_call call, struct caller *c, struct mount_args *a,
-                     const char **why)
+                     struct place *pl, const char **why)
 {
     uint64_t flags = call == RV_CALL_UMOUNT2 ? n->data.args[1] : 0;
+    char name[NAME_MAX + 1];
     struct rv_broker_mount m;
     bool root;
     int r;
@@ -565,12 +789,14 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         REFUSE("flags", r);
     if ((r = read_string(c->mem, n->data.args[0], a->target, sizeof(a->target), -ENAMETOOLONG)) < 0)
         REFUSE("target unreadable", r);
-    if ((r = enter(c)) < 0)
-        REFUSE("cannot enter the caller's namespaces (user namespace?)", r);
-    if ((r = resolve(a->target, flags & UMOUNT_NOFOLLOW)) < 0)
-        REFUSE("target", r);
+    if ((r = enter(ctx, c, pl)) < 0)
+        REFUSE("cannot enter the container's mount namespace (user namespace, or another one?)", r);
+    if ((r = walk(ctx, pl, c, a->target, !(flags & UMOUNT_NOFOLLOW), &c->parent, name)) < 0)
+        REFUSE(r == -EPERM ? "target: a path through a place that is not the container's root "
+                             "file system or a volume (/proc, /sys, a FUSE mount, ...)"
+                           : "target", r);
     c->target = r;
-    if ((r = mount_of(c->target, &m, &root)) < 0)
+    if ((r = mount_of(c->target, &m, &root, NULL)) < 0)
         REFUSE("target's mount unknown", -EPERM);
     if (!root)
         REFUSE("not a mount point", -EINVAL);
@@ -581,7 +807,7 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
     else if (ctx->others_busy)
         REFUSE("another request of this container is blocked; umount -l works", -EBUSY);
     else
-        r = umount_by_name(ctx, &c->target, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
+        r = umount_by_name(c, name, &m, (int)(flags & ~(uint64_t)UMOUNT_NOFOLLOW));
     if (r < 0)
         REFUSE("umount", r);
     record(ctx, RV_EV_UNMOUNTED, &m);
@@ -629,9 +855,11 @@ static void log_result(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif 
 int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n)
 {
     enum rv_broker_call call = rv_broker_call(n->data.arch, n->data.nr);
+    struct place pl = { .n_seen = 0 };
     struct mount_args a;
     struct caller c;
     const char *why = "";
+    bool uncharged;
     int pre, r;
 
     a.fstype[0] = a.source[0] = a.target[0] = a.data[0] = '\0';
@@ -647,20 +875,30 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         caller_close(&c);
         return 0;   /* gone before its arguments were read */
     }
+    volumes_load(ctx);
     if (pre < 0) {
         r = pre;
         why = "cannot open the caller's process";
     } else if (call == RV_CALL_MOUNT) {
-        r = do_mount(ctx, n, &c, &a, &why);
+        r = do_mount(ctx, n, &c, &a, &pl, &why);
     } else {
-        r = do_umount(ctx, n, call, &c, &a, &why);
+        r = do_umount(ctx, n, call, &c, &a, &pl, &why);
     }
     if (r == ANSWERED)
         r = 0;
     else if (r <= 0 && answer(ctx, n->id, r) < 0)
         r = GONE;
     caller_close(&c);
+    free(pl.mountinfo);
+    uncharged = charge(ctx, false) == 0;
+    /* Back home: the mount namespace (which also resets root and cwd). Only
+     * then log: the log file is opened by its path, which inside the
+     * container would name whatever the tenant put there. */
+    if (setns(ctx->home_mntns, CLONE_NEWNS) < 0)
+        return -1;
+    if (!uncharged)
+        rv_log(RV_WARN, "fuse broker: cannot go back to the broker's own cgroups: %s",
+               strerror(errno));
     log_result(ctx, n, call, &a, r, why);
-    /* back home: the mount namespace (which also resets root and cwd) */
-    return setns(ctx->home_mntns, CLONE_NEWNS) < 0 ? -1 : 0;
+    return 0;
 }

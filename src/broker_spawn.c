@@ -183,11 +183,88 @@ int rv_broker_revive(const struct rv_config *cfg, const char *id, struct rv_erro
         return rv_fail(err, 0, "FUSE record: no socket");
     if (rv_broker_serves(cfg, id, sock))
         return 0;
-    if (rv_broker_spawn(cfg, id, sock, path, sizeof(path), err) < 0)
+    if (rv_broker_spawn(cfg, id, sock, json_object_get(rec, "volumes"), path, sizeof(path), err) < 0)
         return -1;
     rv_log(RV_WARN, "fuse: the container's broker was gone: another one started on %s for this "
            "exec (earlier processes' mount calls still get ENOSYS)", sock);
     return 0;
+}
+
+/* <socket path without .sock>.exit: what a broker did at exit. */
+static int exit_note_path(const char *sock, char *out, size_t size)
+{
+    size_t n = strlen(sock);
+
+    if (n < 5 || strcmp(sock + n - 5, ".sock") != 0)
+        return -1;
+    return rv_snprintf(out, size, "%.*s.exit", (int)(n - 5), sock);
+}
+
+void rv_broker_exit_note(const char *sock, const char *text)
+{
+    char path[PATH_MAX];
+    int fd;
+
+    if (exit_note_path(sock, path, sizeof(path)) < 0)
+        return;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    if (write(fd, text, strlen(text)) < 0) {
+        /* the log has it too */
+    }
+    close(fd);
+}
+
+void rv_broker_report(const struct rv_config *cfg, const char *id)
+{
+    cleanup_json json_t *rec = NULL;
+    struct rv_error err;
+    char path[PATH_MAX], note[256] = "";
+    const char *sock;
+    long deadline = rv_now_ms() + RV_BROKER_EXIT_WAIT_MS;
+
+    if (rv_state_read(cfg, id, RV_BROKER_RECORD, &rec, &err) < 0 ||
+        !(sock = json_string_value(json_object_get(rec, "socket"))) ||
+        exit_note_path(sock, path, sizeof(path)) < 0)
+        return;
+    /* it exits once every process of the container has */
+    while (socket_live(sock) && rv_now_ms() < deadline)
+        usleep(10000);
+    if (socket_live(sock)) {
+        rv_log(RV_WARN, "delete: the FUSE broker on %s is still running %d ms after its "
+               "container was deleted (a request blocked on a file system?)", sock,
+               RV_BROKER_EXIT_WAIT_MS);
+        return;
+    }
+    if (rv_read_small(path, note, sizeof(note)) < 0)
+        return;
+    unlink(path);
+    rv_log(RV_WARN, "delete: the FUSE broker %s at exit: %s (README \"FUSE\": a tenant's file "
+           "system that did not answer)", sock, note);
+}
+
+int rv_broker_exit_notes(const struct rv_config *cfg, char *last, size_t size)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 256], note[200];
+    struct dirent *de;
+    int n = 0;
+    DIR *d;
+
+    *last = '\0';
+    if (rv_snprintf(dir, sizeof(dir), "%s/%s", cfg->state_dir, RV_BROKER_DIR) < 0 || !(d = opendir(dir)))
+        return -1;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".exit") != 0 ||
+            rv_snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < 0 ||
+            rv_read_small(path, note, sizeof(note)) < 0)
+            continue;
+        n++;
+        rv_snprintf(last, size, "%.*s: %s", (int)(l - 5), de->d_name, note);
+    }
+    closedir(d);
+    return n;
 }
 
 static void say(int fd, const char *fmt, ...) RV_PRINTF(2, 3);
@@ -207,10 +284,14 @@ static void say(int fd, const char *fmt, ...)
 
 /* In B. Never returns. */
 static void broker_child(const struct rv_config *cfg, const char *id, const char *dir,
-                         const char *want, pid_t shim, int pipe_w)
+                         const char *want, json_t *volumes, pid_t shim, int pipe_w)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char path[sizeof(sa.sun_path)], level[8], suffix[32];
+    char path[sizeof(sa.sun_path)], level[8], suffix[32], max[16];
+    char *argv[16 + 2 * RV_BROKER_MAX_VOLUMES];
+    json_t *v;
+    size_t i;
+    int argc = 0;
     int sock, rt, null, hi, room;
     sigset_t all;
 
@@ -275,10 +356,16 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     snprintf(level, sizeof(level), "%d", (int)cfg->log_level);
-    char *argv[] = { (char *)RV_BROKER_NAME, (char *)"--id", (char *)id, (char *)"--socket", path,
-                     (char *)"--allow-other", (char *)(cfg->fuse_allow_other ? "1" : "0"),
-                     (char *)"--log-file", (char *)cfg->log_file, (char *)"--log-level", level,
-                     NULL };
+    snprintf(max, sizeof(max), "%u", cfg->fuse_max_mounts);
+#define ARG(s) (argv[argc++] = (char *)(s))
+    ARG(RV_BROKER_NAME), ARG("--id"), ARG(id), ARG("--socket"), ARG(path);
+    ARG("--allow-other"), ARG(cfg->fuse_allow_other ? "1" : "0"), ARG("--max-mounts"), ARG(max);
+    ARG("--log-file"), ARG(cfg->log_file), ARG("--log-level"), ARG(level);
+    json_array_foreach(volumes, i, v)
+        if (json_is_string(v) && i < RV_BROKER_MAX_VOLUMES)
+            ARG("--volume"), ARG(json_string_value(v));
+    ARG(NULL);
+#undef ARG
     char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                      NULL };
     execve("/proc/self/exe", argv, envp);
@@ -287,8 +374,8 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
     _exit(1);
 }
 
-int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want, char *path,
-                    size_t size, struct rv_error *err)
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want,
+                    json_t *volumes, char *path, size_t size, struct rv_error *err)
 {
     char dir[PATH_MAX], msg[PATH_MAX + 512];
     size_t have = 0;
@@ -316,7 +403,7 @@ int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *wan
         pid_t b = fork();
         if (b != 0)
             _exit(b < 0 ? 1 : 0);
-        broker_child(cfg, id, dir, want, shim, p[1]);
+        broker_child(cfg, id, dir, want, volumes, shim, p[1]);
     }
     close(p[1]);
     while (waitpid(a, &st, 0) < 0 && errno == EINTR) {

@@ -1,6 +1,8 @@
 /* chain.c - next runtime lookup and loop guard. */
 #define _GNU_SOURCE
 #include "resview/chain.h"
+#include "resview/gpus.h"
+#include "resview/spec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -111,4 +113,42 @@ int rv_chain_mark(const char *path, struct rv_error *err)
     if (setenv(RV_CHAIN_ENV, buf, 1) < 0)
         return rv_fail(err, errno, "setenv %s", RV_CHAIN_ENV);
     return 0;
+}
+
+int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *file, char *next, size_t size,
+                 char *why, size_t why_size)
+{
+    char self[64], id[64], path[PATH_MAX];
+    struct stat st;
+
+    why[0] = '\0';
+    if (!cfg->gpu_runtime[0])
+        return 0;
+    if (cfg->gpu_all) {
+        snprintf(why, why_size, "gpu.containers is all");
+    } else {
+        struct rv_spec spec;
+        struct rv_error e;
+        bool wanted;
+        /* a spec that does not load is the shim's to report */
+        if (rv_spec_load_file(&spec, bundle ? bundle : ".", file, &e) < 0)
+            return 0;
+        wanted = rv_gpus_wanted(spec.root, why, why_size);
+        rv_spec_free(&spec);
+        if (!wanted)
+            return 0;
+    }
+    if (!resolve(cfg->gpu_runtime, path, sizeof(path), &st) || identity_of(&st, id, sizeof(id)) < 0) {
+        snprintf(why, why_size, "gpu.runtime `%.200s` not found", cfg->gpu_runtime);
+        return -1;
+    }
+    if (identity("/proc/self/exe", self, sizeof(self)) == 0 && strcmp(id, self) == 0)
+        return 0;
+    if (visited(id))   /* NVIDIA's runtime called us: it is done with this container */
+        return 0;
+    if (rv_snprintf(next, size, "%s", path) < 0)
+        return 0;
+    memcpy(found.path, path, sizeof(found.path));
+    memcpy(found.id, id, sizeof(found.id));
+    return 1;
 }

@@ -324,6 +324,14 @@ static void check_fuse(struct report *r, const struct rv_config *cfg)
         say(r, stale ? "warn" : "ok", "FUSE brokers: %u running (one per FUSE container)%s", live,
             stale ? ", and sockets of brokers that were killed: their containers' mount calls "
                     "get ENOSYS until they restart" : "");
+    {
+        char last[320];
+        int notes = rv_broker_exit_notes(cfg, last, sizeof(last));
+        if (notes > 0)
+            say(r, "warn", "FUSE: %d brokers aborted a tenant's FUSE connections or left a blocked "
+                "worker when their container ended, and no delete collected the note (last: %s; "
+                "<state_dir>/fuse/*.exit, remove them once read)", notes, last);
+    }
 }
 
 static void check_dirs(struct report *r, const struct rv_config *cfg)

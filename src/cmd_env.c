@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/cli.h"
 #include "resview/edit.h"
+#include "resview/gpus.h"
 #include "resview/spec.h"
 
 #include <errno.h>
@@ -68,6 +69,12 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
     else
         printf("mem_mib = none\t(%s)\n", lim.mem_why);
     printf("gpus    = %u\t(%s)\n", lim.gpus, lim.gpus_why);
+    if (cfg->gpu_runtime[0]) {
+        char why[256] = "gpu.containers is all";
+        bool through = cfg->gpu_all || rv_gpus_wanted(spec.root, why, sizeof(why));
+        printf("next    = %s\t(%s%s)\n", through ? cfg->gpu_runtime : "the first of runtimes", why,
+               through ? ": gpu.runtime" : ": not through gpu.runtime");
+    }
     if (!cfg->env_enabled || r == 0)
         printf("no variables: %s\n", r == 0 ? "the container opts out (resview.io/env or RESVIEW_ENV)"
                                             : "env.enabled is false");

@@ -91,6 +91,8 @@ static void usage(FILE *f)
         "  --cri-socket PATH          [RESVIEW_NODE_CRI_SOCKET, /run/containerd/containerd.sock]\n"
         "  --set-as-default           also make resview containerd's default runtime\n"
         "                             [RESVIEW_NODE_SET_AS_DEFAULT=true]\n"
+        "  [RESVIEW_NODE_GPU_CONTAINERS] gpu (default) | all | none: which containers go through\n"
+        "                             NVIDIA's runtime found in containerd's configuration\n"
         "  --uninstall                run: uninstall instead [RESVIEW_NODE_MODE=uninstall]\n"
         "  --prefix DIR               host directory of the binaries (/opt/resview)\n"
         "  --payload DIR              the binaries to install (default: the image's)\n"
@@ -168,7 +170,7 @@ static int step_install(const struct node *n, struct rv_error *err)
 
 static int our_config_text(const struct node *n, char *out, size_t size)
 {
-    return rv_snprintf(out, size, "{\n  \"lxcfs\": { \"root\": \"%s\" }\n}\n", n->lxcfs_dir);
+    return rv_node_config_text(&n->ctd, n->lxcfs_dir, out, size);   /* with gpu.runtime: node_containerd.c */
 }
 
 /* resview's own configuration on the host: lxcfs.root must be our mount. */
@@ -179,13 +181,15 @@ static int step_resview_config(const struct node *n, struct rv_error *err)
     size_t len;
     bool exists;
 
+    if (rv_node_gpu_refresh(&n->ctd, err) < 0)
+        return rv_wrap(err, "containerd's configuration");
     if (our_config_text(n, ours, sizeof(ours)) < 0)
         return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
     if (rv_engine_read(n->rv_config, &text, &len, &exists, err) < 0)
         return -1;
     if (exists && len == strlen(ours) && memcmp(text, ours, len) == 0)
         return 0;
-    if (exists) {
+    if (exists && !rv_node_config_agents(text, len, n->lxcfs_dir)) {
         struct rv_config c;
         if (rv_config_load_file(&c, n->rv_config, err) < 0)
             return rv_wrap(err, "resview's configuration");
@@ -194,6 +198,10 @@ static int step_resview_config(const struct node *n, struct rv_error *err)
                            "on `%s` here: set lxcfs.root to `%s` in that file (or remove it)",
                            n->rv_config, c.lxcfs_root, n->lxcfs_dir, n->lxcfs_dir);
         rv_node_say("configuration: `%s` is the operator's; its lxcfs.root is ours", n->rv_config);
+        if (n->ctd.gpu->runtime[0] && strcmp(c.gpu_runtime, n->ctd.gpu->runtime) != 0)
+            rv_node_say("configuration: NVIDIA's runtime `%s` is on this node but `%s` does not chain to it: "
+                        "GPU containers started through resview get no GPU; add \"gpu\": {\"runtime\": \"%s\"}",
+                        n->ctd.gpu->runtime, n->rv_config, n->ctd.gpu->runtime);
         return 0;
     }
     snprintf(dir, sizeof(dir), "%s", n->rv_config);
@@ -207,7 +215,9 @@ static int step_resview_config(const struct node *n, struct rv_error *err)
     if (rv_write_atomic_at(dfd, basename(base), ours, strlen(ours), &st,
                            RV_WRITE_DURABLE | RV_WRITE_SWEEP, err) < 0)
         return rv_wrap(err, "`%s`", n->rv_config);
-    rv_node_say("configuration: wrote `%s` (lxcfs.root = `%s`)", n->rv_config, n->lxcfs_dir);
+    bool gpu = strstr(ours, "\"gpu\"") != NULL;
+    rv_node_say("configuration: wrote `%s` (lxcfs.root = `%s`%s%s%s)", n->rv_config, n->lxcfs_dir,
+                gpu ? "; gpu.runtime = `" : "", gpu ? n->ctd.gpu->runtime : "", gpu ? "`" : "");
     return 0;
 }
 
@@ -314,7 +324,7 @@ static int uninstall_files(const struct node *n, bool *done, unsigned *last, str
     rv_node_say("uninstall: removed the binaries from `%s`", n->prefix);
     if (our_config_text(n, ours, sizeof(ours)) >= 0 &&
         rv_engine_read(n->rv_config, &text, &len, &exists, err) == 0 && exists &&
-        len == strlen(ours) && memcmp(text, ours, len) == 0) {
+        rv_node_config_agents(text, len, n->lxcfs_dir)) {
         if (unlink(n->rv_config) < 0)
             return rv_fail(err, errno, "remove `%s`", n->rv_config);
         rv_node_say("uninstall: removed `%s` (the agent had written it)", n->rv_config);
@@ -420,6 +430,16 @@ static int node_run(const struct node *n)
                 next_try = rv_now_ms() + (none ? 5000 : 30000);
             }
         }
+        if (!n->uninstall && configured && rv_node_containerd_changed(&n->ctd)) {
+            /* containerd's files changed (NVIDIA's toolkit installed, upgraded, removed): read
+             * them again, chain accordingly, and put the entry back if it was lost */
+            rv_node_say("containerd: its configuration changed; reading it again");
+            if (step_resview_config(n, &err) < 0)
+                rv_node_say("configuration: %s", err.msg);
+            configured = false;
+            next_try = 0;
+            continue;
+        }
         if (n->uninstall && configured && !files_done && rv_now_ms() >= next_try) {
             if (uninstall_files(n, &files_done, &in_use, &err) < 0)
                 rv_node_say("uninstall: %s", err.msg);
@@ -472,6 +492,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         .lock_path = "/run/resview/node.lock",
     };
     const char *mode = env_or("RESVIEW_NODE_MODE", "install");
+    static struct rv_node_gpu gpu;
+    int gpu_mode = rv_node_gpu_mode_parse(env_or("RESVIEW_NODE_GPU_CONTAINERS", "gpu"));
     const char *host_pid = env_or("RESVIEW_NODE_HOST_PID", "1");
     uint64_t hp;
     const char *sub;
@@ -490,6 +512,13 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         return 2;
     }
     n.uninstall = strcmp(mode, "uninstall") == 0;
+    if (gpu_mode < 0) {
+        fprintf(stderr, "resview node: RESVIEW_NODE_GPU_CONTAINERS: expected gpu, all or none, not `%s`\n",
+                getenv("RESVIEW_NODE_GPU_CONTAINERS"));
+        return 2;
+    }
+    n.ctd.gpu_mode = (enum rv_node_gpu_mode)gpu_mode;
+    n.ctd.gpu = &gpu;
     default_payload(n.payload, sizeof(n.payload));
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {

@@ -57,6 +57,7 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->from_env = false;
     cfg->lxcfs_required = false;
     cfg->fuse_allow_other = false;
+    cfg->fuse_max_mounts = RV_FUSE_MAX_MOUNTS_DEFAULT;
     cfg->n_fuse_namespaces = 0;
     cfg->seccomp_profile[0] = '\0';
     cfg->n_warnings = 0;
@@ -74,6 +75,8 @@ void rv_config_defaults(struct rv_config *cfg)
     memcpy(cfg->vars, default_vars, sizeof(default_vars));
     cfg->n_vars = (int)(sizeof(default_vars) / sizeof(default_vars[0]));
     cfg->fuse_allowed = false;
+    cfg->gpu_runtime[0] = '\0';
+    cfg->gpu_all = false;
 }
 
 RV_PRINTF(2, 3) static void warn(struct rv_config *cfg, const char *fmt, ...)
@@ -117,6 +120,16 @@ static void get_bool(struct rv_config *cfg, json_t *v, const char *key, bool *ds
         return;
     }
     *dst = json_is_true(v);
+}
+
+static void get_count(struct rv_config *cfg, json_t *v, const char *key, unsigned max,
+                      unsigned *dst)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) {
+        warn(cfg, "%s: expected a whole number from 1 to %u, keeping the default", key, max);
+        return;
+    }
+    *dst = (unsigned)json_integer_value(v);
 }
 
 static void get_enum(struct rv_config *cfg, json_t *v, const char *key, const char *const *names,
@@ -358,6 +371,8 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                     get_bool(cfg, v2, "fuse.allow_other", &cfg->fuse_allow_other);
                 else if (strcmp(k2, "namespaces") == 0)
                     parse_namespaces(cfg, v2);
+                else if (strcmp(k2, "max_mounts") == 0)
+                    get_count(cfg, v2, "fuse.max_mounts", 100000, &cfg->fuse_max_mounts);
                 else if (strcmp(k2, "apparmor_profile") == 0)
                     warn(cfg, "fuse.apparmor_profile: no longer used (FUSE goes through the "
                          "mount broker, README \"FUSE\"); remove it");
@@ -366,6 +381,23 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                                sizeof(cfg->seccomp_profile));
                 else
                     warn(cfg, "fuse.%s: unknown key", k2);
+            }
+        } else if (strcmp(key, "gpu") == 0) {
+            FOREACH_KEY(val, "gpu", k2, v2) {
+                if (strcmp(k2, "runtime") == 0) {
+                    get_string(cfg, v2, "gpu.runtime", cfg->gpu_runtime, sizeof(cfg->gpu_runtime));
+                    if (cfg->gpu_runtime[0] && cfg->gpu_runtime[0] != '/') {
+                        warn(cfg, "gpu.runtime: must be an absolute path; no GPU runtime");
+                        cfg->gpu_runtime[0] = '\0';
+                    }
+                } else if (strcmp(k2, "containers") == 0) {
+                    static const char *const which[] = { "gpu", "all" };
+                    int w = cfg->gpu_all ? 1 : 0;
+                    get_enum(cfg, v2, "gpu.containers", which, 2, &w);
+                    cfg->gpu_all = w == 1;
+                } else {
+                    warn(cfg, "gpu.%s: unknown key", k2);
+                }
             }
         } else {
             warn(cfg, "%s: unknown key", key);

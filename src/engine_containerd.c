@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CRI_V2 "plugins.\"io.containerd.grpc.v1.cri\""
@@ -61,6 +62,25 @@ static int config_version(const struct rv_engine_opts *o, const struct rv_toml *
     return containerd_major() >= 2 ? 3 : 2;
 }
 
+/* Our entry without our markers: a tool that rewrites the whole file (NVIDIA's
+ * toolkit: go-toml drops every comment) kept its tables but not the lines
+ * that say they are ours. The BinaryName is resview-runtime as installed, a
+ * path nothing else names: the entry is taken as ours, left where it is. */
+static bool adopted(const struct rv_engine_opts *o, const struct rv_toml *doc, const char *ours_opts)
+{
+    char key[600];
+    const struct rv_toml_item *it;
+
+    /* a file that still has a resview marker was not rewritten: an entry of
+     * ours without one is the operator's now (README "resview configure") */
+    if (memmem(doc->text, doc->len, "resview-begin", 13))
+        return false;
+    if (rv_snprintf(key, sizeof(key), "%s.BinaryName", ours_opts) < 0)
+        return false;
+    it = rv_toml_get(doc, key);
+    return it && it->kind == RV_TOML_VALUE && rv_toml_is_string(doc, it, o->runtime_path);
+}
+
 static int build(const struct rv_engine_opts *o, const struct rv_toml *doc, struct rv_toml_plan *plan,
                  struct rv_error *err)
 {
@@ -90,11 +110,88 @@ static int build(const struct rv_engine_opts *o, const struct rv_toml *doc, stru
         rv_strcatf(&opts, err, "BinaryName = %s\n", bin) < 0 ||
         rv_plan_copy_keys(doc, runc_opts, opt_skip, &opts, err) < 0)
         return -1;
-    if (rv_plan_add_table(plan, doc, ours, entry, err) < 0 ||
-        rv_plan_add_table(plan, doc, ours_opts, opts, err) < 0)
+    if (!adopted(o, doc, ours_opts) &&
+        (rv_plan_add_table(plan, doc, ours, entry, err) < 0 ||
+         rv_plan_add_table(plan, doc, ours_opts, opts, err) < 0))
         return -1;
     if (o->set_default && rv_plan_set_key(plan, doc, ctd, "default_runtime_name", "\"resview\"", err) < 0)
         return -1;
+    return 0;
+}
+
+/* Where a table's lines end: the next header, or the end of the text. */
+static size_t table_end(const struct rv_toml *doc, const struct rv_toml_item *t)
+{
+    size_t end = doc->len;
+
+    for (size_t i = 0; i < doc->n; i++) {
+        const struct rv_toml_item *it = &doc->items[i];
+        if ((it->kind == RV_TOML_TABLE || it->kind == RV_TOML_ARRAY_TABLE) && it->line_start > t->line_start &&
+            it->line_start < end)
+            end = it->line_start;
+    }
+    return end;
+}
+
+/* Uninstall, after the marked lines are out: an adopted entry (see adopted())
+ * goes too - its two tables, and a default_runtime_name naming it - so that
+ * the running containerd loses it. Everything else stays byte for byte. */
+static int drop_adopted(const struct rv_engine_opts *o, struct rv_edit_result *res, struct rv_error *err)
+{
+    struct rv_toml doc;
+    struct { size_t start, end; } cut[3];
+    int n = 0;
+
+    if (!res->text || rv_toml_scan(res->text, res->len, &doc, err) < 0)
+        return res->text ? rv_wrap(err, "not valid TOML") : 0;
+    for (int v = 2; v <= 3; v++) {
+        char t[512], to[512], d[512];
+        const char *cri = v == 3 ? CRI_V3 : CRI_V2;
+        const struct rv_toml_item *a, *b, *dflt;
+        if (rv_snprintf(t, sizeof(t), "%s.containerd.runtimes.resview", cri) < 0 ||
+            rv_snprintf(to, sizeof(to), "%s.options", t) < 0 ||
+            rv_snprintf(d, sizeof(d), "%s.containerd.default_runtime_name", cri) < 0)
+            continue;
+        if (!adopted(o, &doc, to))
+            continue;
+        a = rv_toml_get(&doc, t);
+        b = rv_toml_get(&doc, to);
+        if (!a || !b || a->kind != RV_TOML_TABLE || b->kind != RV_TOML_TABLE) {
+            rv_toml_free(&doc);
+            return rv_fail(err, 0, "`[%s]` is not where resview can take it out (not two plain tables); "
+                           "remove it by hand", t);
+        }
+        cut[n].start = a->line_start;
+        cut[n++].end = table_end(&doc, a);
+        cut[n].start = b->line_start;
+        cut[n++].end = table_end(&doc, b);
+        dflt = rv_toml_get(&doc, d);
+        if (dflt && dflt->kind == RV_TOML_VALUE && !dflt->multiline && rv_toml_is_string(&doc, dflt, "resview")) {
+            cut[n].start = dflt->line_start;
+            cut[n++].end = dflt->line_end;
+        }
+        break;
+    }
+    rv_toml_free(&doc);
+    if (!n)
+        return 0;
+    /* cut from the end, so earlier offsets stay valid */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (cut[j].start > cut[i].start) {
+                size_t s0 = cut[i].start, e0 = cut[i].end;
+                cut[i] = cut[j];
+                cut[j].start = s0;
+                cut[j].end = e0;
+            }
+    for (int i = 0; i < n; i++) {
+        memmove(res->text + cut[i].start, res->text + cut[i].end, res->len - cut[i].end);
+        res->len -= cut[i].end - cut[i].start;
+    }
+    res->text[res->len] = '\0';
+    if (rv_toml_scan(res->text, res->len, &doc, err) < 0)
+        return rv_wrap(err, "without resview's adopted entry, not valid TOML (not written)");
+    rv_toml_free(&doc);
     return 0;
 }
 
@@ -118,13 +215,27 @@ static int verify(const struct rv_engine_opts *o, const struct rv_toml *doc, str
 static const char *const status_keys[] = { CRI_V2 ".containerd.runtimes.resview.options.BinaryName",
                                       CRI_V3 ".containerd.runtimes.resview.options.BinaryName", NULL };
 
+static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists, const char *backup,
+                size_t backup_len, struct rv_edit_result *res, struct rv_error *err)
+{
+    (void)backup;
+    (void)backup_len;
+    if (rv_toml_engine_edit(o, old, len, exists, build, verify, res, err) < 0)
+        return -1;
+    if (o->uninstall && !res->remove && drop_adopted(o, res, err) < 0) {
+        free(res->text);
+        res->text = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 const struct rv_engine rv_engine_containerd = {
     .name = "containerd",
     .default_config = "/etc/containerd/config.toml",
     .reload = "restart containerd to load it (systemctl restart containerd); "
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
-    .toml_build = build,
-    .toml_verify = verify,
+    .edit = edit,
     .toml_status_keys = status_keys,
     .marks_lines = true,
 };

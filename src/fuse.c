@@ -372,3 +372,80 @@ int rv_fuse_set_listener(json_t *root, const char *path, const char *metadata,
         return rv_fail(err, ENOMEM, "linux.seccomp.listenerPath");
     return 0;
 }
+
+/* path equal to or under dir (both absolute, as a spec writes them). */
+static bool path_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n == 1 && dir[0] == '/')
+        return true;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool in_list(json_t *list, const char *dest)
+{
+    json_t *v;
+    size_t i;
+
+    json_array_foreach(list, i, v)
+        if (json_is_string(v) && path_under(dest, json_string_value(v)))
+            return true;
+    return false;
+}
+
+/* Whether a spec mount is a bind (its type, or bind/rbind among its options). */
+static bool is_bind(json_t *m)
+{
+    const char *type = json_string_value(json_object_get(m, "type"));
+
+    return (type && strcmp(type, "bind") == 0) ||
+           rv_json_array_has_string(json_object_get(m, "options"), "bind") ||
+           rv_json_array_has_string(json_object_get(m, "options"), "rbind");
+}
+
+static bool volume_place(json_t *m, json_t *masked, json_t *ro)
+{
+    static const char *const engine_files[] = { "/etc/hosts", "/etc/hostname", "/etc/resolv.conf",
+                                                NULL };
+    static const char *const kernel_dirs[] = { "/proc", "/sys", "/dev", NULL };
+    const char *dest = json_string_value(json_object_get(m, "destination"));
+    const char *src = json_string_value(json_object_get(m, "source"));
+
+    if (!dest || dest[0] != '/' || !src || src[0] != '/' || !is_bind(m) || strstr(dest, "/..") ||
+        strcmp(dest, "/") == 0)
+        return false;
+    for (size_t i = 0; kernel_dirs[i]; i++)
+        if (path_under(dest, kernel_dirs[i]))
+            return false;
+    for (size_t i = 0; engine_files[i]; i++)
+        if (strcmp(dest, engine_files[i]) == 0)
+            return false;
+    return !in_list(masked, dest) && !in_list(ro, dest);
+}
+
+json_t *rv_fuse_volumes(json_t *root)
+{
+    json_t *mounts = json_object_get(root, "mounts"), *lx = json_object_get(root, "linux");
+    json_t *masked = json_object_get(lx, "maskedPaths"), *ro = json_object_get(lx, "readonlyPaths");
+    json_t *out = json_array(), *m, *n;
+    size_t i, k;
+
+    json_array_foreach(mounts, i, m) {
+        const char *src = json_string_value(json_object_get(m, "source"));
+        bool shared_with_excluded = false;
+        if (!out || !volume_place(m, masked, ro))
+            continue;
+        json_array_foreach(mounts, k, n) {
+            const char *s2 = json_string_value(json_object_get(n, "source"));
+            if (k != i && s2 && strcmp(s2, src) == 0 && !volume_place(n, masked, ro))
+                shared_with_excluded = true;
+        }
+        if (!shared_with_excluded && !rv_json_array_has_string(out, src) &&
+            json_array_size(out) < RV_BROKER_MAX_VOLUMES)
+            json_array_append_new(out, json_string(src));
+    }
+    return out;
+}

@@ -1,6 +1,7 @@
 /* limits.c - cpus, mem_mib and gpus from the spec and the ancestor cgroups. */
 #define _GNU_SOURCE
 #include "resview/limits.h"
+#include "resview/gpus.h"
 #include "resview/spec.h"
 
 #include <dirent.h>
@@ -270,50 +271,6 @@ static int spec_u64(json_t *obj, const char *key, const char *where, uint64_t *o
     return 0;
 }
 
-static void gpus_from_spec(json_t *spec, const struct rv_host *h, struct rv_limits *out)
-{
-    json_t *env = rv_json_path(spec, "process.env");
-    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
-    json_t *devs = rv_json_path(spec, "linux.devices"), *d;
-    size_t i;
-
-    out->gpus = 0;
-    if (nvd) {
-        if (strcmp(nvd, "all") == 0) {
-            DIR *dir = opendir(h->dev_dir);
-            struct dirent *de;
-            while (dir && (de = readdir(dir)))
-                if (strncmp(de->d_name, "nvidia", 6) == 0 && de->d_name[6] &&
-                    strspn(de->d_name + 6, "0123456789") == strlen(de->d_name + 6))
-                    out->gpus++;
-            if (dir)
-                closedir(dir);
-            snprintf(out->gpus_why, sizeof(out->gpus_why),
-                     "NVIDIA_VISIBLE_DEVICES=all: %u nvidia device nodes in %s", out->gpus, h->dev_dir);
-        } else if (strcmp(nvd, "none") == 0 || strcmp(nvd, "void") == 0 || !*nvd) {
-            snprintf(out->gpus_why, sizeof(out->gpus_why), "NVIDIA_VISIBLE_DEVICES=%s", nvd);
-        } else {
-            for (const char *p = nvd; *p;) {
-                size_t n = strcspn(p, ",");
-                if (n > 0)
-                    out->gpus++;
-                p += n + (p[n] == ',');
-            }
-            snprintf(out->gpus_why, sizeof(out->gpus_why), "%u entries in NVIDIA_VISIBLE_DEVICES",
-                     out->gpus);
-        }
-        return;
-    }
-    json_array_foreach(devs, i, d) {
-        const char *path = json_string_value(json_object_get(d, "path"));
-        if (path && strncmp(path, "/dev/nvidia", 11) == 0 && path[11] &&
-            strspn(path + 11, "0123456789") == strlen(path + 11))
-            out->gpus++;
-    }
-    snprintf(out->gpus_why, sizeof(out->gpus_why), "%u NVIDIA device nodes in linux.devices",
-             out->gpus);
-}
-
 int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
                       bool systemd_hint, struct rv_limits *out, struct rv_error *err)
 {
@@ -483,6 +440,6 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     } else {
         snprintf(out->mem_why, sizeof(out->mem_why), "no memory limit in the spec or its ancestors");
     }
-    gpus_from_spec(spec, h, out);
+    out->gpus = rv_gpus_count(spec, h->dev_dir, out->gpus_why, sizeof(out->gpus_why));
     return 0;
 }

@@ -268,3 +268,64 @@ int rv_mountinfo_find(const char *text, int id, char *fstype, size_t fstype_size
     }
     return -ENOENT;
 }
+
+/* "/a/b": absolute, no "." or ".." component, no "//". */
+static bool canonical(const char *p, size_t n)
+{
+    if (n == 0 || p[0] != '/')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '/' && i + 1 < n &&
+            (p[i + 1] == '/' || (p[i + 1] == '.' && (i + 2 == n || p[i + 2] == '/' ||
+                                                     (p[i + 2] == '.' && (i + 3 == n || p[i + 3] == '/'))))))
+            return false;
+    return true;
+}
+
+int rv_mountreq_cgroups(const char *text, const char *cgroup_root, bool unified, char out[2][4096])
+{
+    bool found = false;
+
+    out[0][0] = out[1][0] = '\0';
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+
+        if (c1 && c1 < line + len && (c2 = memchr(c1 + 1, ':', (size_t)(line + len - c1 - 1)))) {
+            const char *path = c2 + 1, *ctrls = c1 + 1;
+            size_t plen = (size_t)(line + len - path), clen = (size_t)(c2 - ctrls);
+            int slot = -1;
+            const char *dir = "";
+
+            if (unified) {
+                if (c1 - line == 1 && line[0] == '0' && clen == 0)
+                    slot = 0;
+            } else {
+                for (const char *t = ctrls; t < c2;) {
+                    size_t tl = strcspn(t, ",:");
+                    if (tl == 6 && strncmp(t, "memory", 6) == 0)
+                        slot = 0, dir = "/memory";
+                    else if (tl == 4 && strncmp(t, "pids", 4) == 0)
+                        slot = 1, dir = "/pids";
+                    if (slot >= 0)
+                        break;
+                    t += tl + (t[tl] == ',');
+                    if (tl == 0)
+                        break;
+                }
+            }
+            if (slot >= 0) {
+                int n;
+                if (!canonical(path, plen))
+                    return -EINVAL;
+                n = snprintf(out[slot], 4096, "%s%s%.*s%scgroup.procs", cgroup_root, dir,
+                             (int)plen, path, plen == 1 ? "" : "/");
+                if (n < 0 || n >= 4096)
+                    return -EINVAL;
+                found = true;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return found ? 0 : -EINVAL;
+}

@@ -4,15 +4,20 @@
 #include "resview/node_containerd.h"
 #include "resview/cri.h"
 #include "resview/engine.h"
+#include "resview/engine_toml.h"
 #include "resview/hostexec.h"
 #include "resview/json.h"
 #include "resview/node_agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <libgen.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -51,6 +56,28 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
     const char *bin = json_str(cfg, bin_path), *dflt = json_str(cfg, dflt_path);
     bool has_entry = json_str(cfg, entry_path) != NULL, is_default = dflt && strcmp(dflt, "resview") == 0;
     if (c->uninstall) {
+        struct rv_node_gpu g;
+        struct rv_error e;
+        if ((has_entry || is_default) && rv_node_gpu_detect(c->config, c->runtime_path, &g, &e) == 0 &&
+            g.cri_from_import && (g.names_resview || strcmp(g.dflt, "resview") == 0)) {
+            /* resview's own lines are out; an import that is not ours (NVIDIA's
+             * 1.18 drop-in copies the merged CRI table) still names it: a
+             * restart cannot take it out, and that file is not ours to edit */
+            if (strcmp(g.dflt, "resview") == 0) {
+                rv_fail(err, 0, "`%s` (not resview's: NVIDIA's toolkit copied the CRI configuration while "
+                        "resview was installed) makes resview containerd's default runtime; restart NVIDIA's "
+                        "toolkit (its pod) so that it writes that file again, then this agent goes on",
+                        g.cri_file);
+                return 2;
+            }
+            if (!is_default) {
+                rv_node_say("containerd: `%s` (not resview's: NVIDIA's toolkit copied the CRI configuration "
+                            "while resview was installed) keeps a `resview` runtime entry until the toolkit "
+                            "writes it again; nothing runs it by default", g.cri_file);
+                return 1;
+            }
+            /* the running default is still resview's: a restart takes it out */
+        }
         if (has_entry || is_default) {
             snprintf(why, size, "the running containerd still has the resview runtime%s",
                      is_default ? " as its default" : "");
@@ -145,6 +172,8 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         rv_node_say("containerd: runs with the configuration wanted; not restarted");
         return 0;
     }
+    if (r == 2)   /* a restart would not help (err says why) */
+        return -1;
     if (strcmp(c->restart, "none") == 0)
         return rv_fail(err, 0, "%s; restart mode none: restart containerd on this node yourself "
                        "(systemctl restart containerd; k3s: systemctl restart k3s or k3s-agent; rke2: "
@@ -167,9 +196,17 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         struct rv_error e;
         r = -1;   /* a containerd that does not answer yet says nothing about its configuration */
         if (rv_cri_version(c->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), &e) == 0 &&
-            (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 1) {
+            (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 2) {
+            *err = e;
+            return -1;
+        }
+        if (r == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
+            /* the guard is for restarts that did not help: this one did, and the
+             * same file may need one again after another tool's restart (NVIDIA's
+             * toolkit writing its default, then resview its own, once each) */
+            restart_guarded(c, 0, true);
             return 0;
         }
         if (r == 0)
@@ -183,6 +220,65 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
     }
 }
 
+/* An imported file that holds the CRI plugin's table (NVIDIA's toolkit 1.18
+ * writes its drop-in as a copy of the whole table): containerd before 2.1
+ * replaces the table of config.toml with that file's, so resview's entry in
+ * config.toml alone would not be in effect. resview then writes its own
+ * drop-in beside it, merged after it: a copy of that file with resview's
+ * entry (and default). Without such a file, or on uninstall, any drop-in of
+ * ours is removed. */
+static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err)
+{
+    struct rv_node_gpu g;
+    char path[PATH_MAX], dir[PATH_MAX];
+    const char *base;
+
+    if (rv_node_gpu_detect(c->config, c->runtime_path, &g, err) < 0)
+        return -1;
+    if (g.own_dropin[0] && (c->uninstall || !g.cri_from_import ||
+                            strcmp(dirname(strcpy(dir, g.cri_file)), dirname(strcpy(path, g.own_dropin))) != 0)) {
+        if (unlink(g.own_dropin) < 0 && errno != ENOENT)
+            return rv_fail(err, errno, "remove `%s`", g.own_dropin);
+        rv_node_say("containerd: removed resview's drop-in `%s`", g.own_dropin);
+    }
+    if (c->uninstall || !g.cri_from_import)
+        return 0;
+    snprintf(dir, sizeof(dir), "%s", g.cri_file);
+    base = strrchr(g.cri_file, '/') ? strrchr(g.cri_file, '/') + 1 : g.cri_file;
+    *strrchr(dir, '/') = '\0';
+    if (strcmp(base, RV_NODE_DROPIN) >= 0)
+        return rv_fail(err, 0, "`%s` holds containerd's CRI configuration and is merged after resview's "
+                       "drop-in `%s` would be: rename it so that it sorts before", g.cri_file, RV_NODE_DROPIN);
+    if (rv_snprintf(path, sizeof(path), "%s/%s", dir, RV_NODE_DROPIN) < 0)
+        return rv_fail(err, ENAMETOOLONG, "drop-in");
+
+    struct rv_engine_opts o = { .config = path, .runtime_path = c->runtime_path, .hook_path = c->hook_path,
+                                .set_default = c->set_default };
+    struct rv_edit_result res = { 0 };
+    cleanup_free char *src = NULL, *cur = NULL;
+    size_t slen, clen;
+    bool exists;
+    if (rv_engine_read(g.cri_file, &src, &slen, &exists, err) < 0 ||
+        rv_engine_read(path, &cur, &clen, &exists, err) < 0)
+        return -1;
+    if (rv_engine_edit(&rv_engine_containerd, &o, src, slen, true, NULL, 0, &res, err) < 0)
+        return rv_wrap(err, "resview's drop-in from `%s`", g.cri_file);
+    int rc = 0;
+    if (!exists || clen != res.len || memcmp(cur, res.text, clen) != 0) {
+        cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat st = { .st_mode = 0644 };
+        if (dfd < 0 || rv_write_atomic_at(dfd, RV_NODE_DROPIN, res.text, res.len, &st, RV_WRITE_DURABLE, err) < 0)
+            rc = dfd < 0 ? rv_fail(err, errno, "open `%s`", dir) : rv_wrap(err, "`%s`", path);
+        else
+            rv_node_say("containerd: its CRI configuration comes from `%s` (an import, replacing config.toml's "
+                        "table): wrote `%s`, that file with resview's entry%s, merged after it", g.cri_file, path,
+                        c->set_default ? " and default" : "");
+    }
+    free(res.text);
+    free(res.restore_backup);
+    return rc;
+}
+
 int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *restarted, struct rv_error *err)
 {
     struct rv_engine_opts o = {
@@ -194,8 +290,308 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
         return rv_fail(err, errno, "`%s` (containerd's configuration)%s", c->config,
                        errno == ENOENT ? ": containerd runs on built-in defaults; write them first "
                        "(containerd config default > FILE) or set RESVIEW_NODE_CONTAINERD_CONFIG" : "");
-    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0)
+    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0)
         return -1;
     fflush(stdout);
-    return make_effective(c, restarted, err);
+    if (make_effective(c, restarted, err) < 0)
+        return -1;
+    /* our own edits are no change to react to; another tool's, made meanwhile, would
+     * have been read with them: only when what it names is what was read before */
+    if (c->gpu && !c->uninstall) {
+        struct rv_node_gpu now;
+        struct rv_error e;
+        if (rv_node_gpu_detect(c->config, c->runtime_path, &now, &e) == 0 &&
+            strcmp(now.runtime, c->gpu->runtime) == 0)
+            c->gpu->signature = rv_node_containerd_signature(c->config);
+    }
+    return 0;
+}
+
+/* --- NVIDIA's runtime in containerd's configuration --------------------- */
+
+#define CRI_PLUGIN_V2 "plugins\x1fio.containerd.grpc.v1.cri"
+#define CRI_PLUGIN_V3 "plugins\x1fio.containerd.cri.v1.runtime"
+
+int rv_node_gpu_mode_parse(const char *s)
+{
+    if (!*s || strcmp(s, "gpu") == 0)
+        return RV_NODE_GPU_ASKING;
+    if (strcmp(s, "all") == 0)
+        return RV_NODE_GPU_ALL;
+    if (strcmp(s, "none") == 0)
+        return RV_NODE_GPU_NONE;
+    return -1;
+}
+
+/* The files containerd reads, in merge order: config, then its imports
+ * (relative to its directory; globs expanded and sorted, as containerd's
+ * filepath.Glob does). paths[0] is config. */
+static int config_files(const char *config, const char *text, size_t len,
+                        char paths[][PATH_MAX], int max, struct rv_error *err)
+{
+    struct rv_toml doc;
+    char dir[PATH_MAX];
+    int n = 0;
+
+    snprintf(paths[n++], PATH_MAX, "%s", config);
+    if (rv_toml_scan(text, len, &doc, err) < 0)
+        return rv_wrap(err, "`%s`", config);
+    const struct rv_toml_item *imp = rv_toml_get(&doc, "imports");
+    snprintf(dir, sizeof(dir), "%s", strchr(config, '/') ? config : "./");
+    *strrchr(dir, '/') = '\0';
+    if (imp && imp->kind == RV_TOML_VALUE) {
+        /* an array of strings (paths need no escapes): walk its elements' text */
+        const char *p = text + imp->val_start, *end = text + imp->val_end;
+        while (p < end && n < max) {
+            const char *q = p + strcspn(p, "\"'");
+            if (q >= end)
+                break;
+            const char *e = memchr(q + 1, *q, (size_t)(end - q - 1));
+            if (!e)
+                break;
+            char pat[PATH_MAX];
+            glob_t gl;
+            if (q[1] == '/')
+                snprintf(pat, sizeof(pat), "%.*s", (int)(e - q - 1), q + 1);
+            else
+                snprintf(pat, sizeof(pat), "%s/%.*s", dir, (int)(e - q - 1), q + 1);
+            if (glob(pat, 0, NULL, &gl) == 0) {
+                for (size_t i = 0; i < gl.gl_pathc && n < max; i++)
+                    snprintf(paths[n++], PATH_MAX, "%s", gl.gl_pathv[i]);
+                globfree(&gl);
+            }
+            p = e + 1;
+        }
+    }
+    rv_toml_free(&doc);
+    return n;
+}
+
+uint64_t rv_node_containerd_signature(const char *config)
+{
+    char (*paths)[PATH_MAX] = calloc(RV_NODE_MAX_IMPORTS + 1, PATH_MAX);
+    cleanup_free char *text = NULL;
+    struct rv_error e;
+    size_t len;
+    bool exists;
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    if (!paths)
+        return 0;
+    if (rv_engine_read(config, &text, &len, &exists, &e) == 0) {
+        int n = config_files(config, text, len, paths, RV_NODE_MAX_IMPORTS + 1, &e);
+        for (int i = 0; i < n; i++) {
+            h ^= file_hash(paths[i]);
+            h *= 0x100000001b3ull;
+            for (const char *p = paths[i]; *p; p++) {
+                h ^= (unsigned char)*p;
+                h *= 0x100000001b3ull;
+            }
+        }
+    }
+    free(paths);
+    return h;
+}
+
+bool rv_node_containerd_changed(const struct rv_node_containerd *c)
+{
+    uint64_t now = rv_node_containerd_signature(c->config);
+
+    if (now == c->gpu->signature) {
+        c->gpu->pending = 0;
+        return false;
+    }
+    if (now != c->gpu->pending) {   /* changed since the last look: maybe still being written */
+        c->gpu->pending = now;
+        return false;
+    }
+    return true;
+}
+
+static bool nvidia_binary(const char *bin)
+{
+    const char *base = strrchr(bin, '/') ? strrchr(bin, '/') + 1 : bin;
+    return strncmp(base, "nvidia-container-runtime", 24) == 0;
+}
+
+/* What one file's CRI plugin table names: runtimes with a BinaryName, the default. */
+static void read_cri(const struct rv_toml *doc, const char *own_runtime, struct rv_node_gpu *g,
+                     char names[][64], char bins[][PATH_MAX], int *nr)
+{
+    const char *plugins[] = { CRI_PLUGIN_V2, CRI_PLUGIN_V3 };
+
+    for (size_t k = 0; k < 2; k++) {
+        char rt[160], dflt[160];
+        snprintf(rt, sizeof(rt), "%s\x1f" "containerd\x1fruntimes\x1f", plugins[k]);
+        snprintf(dflt, sizeof(dflt), "%s\x1f" "containerd\x1f" "default_runtime_name", plugins[k]);
+        for (size_t i = 0; i < doc->n; i++) {
+            const struct rv_toml_item *it = &doc->items[i];
+            size_t pl = strlen(rt);
+            if (it->kind == RV_TOML_VALUE && strcmp(it->path, dflt) == 0) {
+                if (rv_toml_string(doc, it, g->dflt, sizeof(g->dflt)) < 0)
+                    g->dflt[0] = '\0';
+                continue;
+            }
+            if (it->kind != RV_TOML_VALUE || strncmp(it->path, rt, pl) != 0)
+                continue;
+            const char *name = it->path + pl, *sep = strchr(name, '\x1f');
+            if (!sep || strcmp(sep, "\x1foptions\x1f" "BinaryName") != 0 || (size_t)(sep - name) >= 64 ||
+                *nr >= 16)
+                continue;
+            char bin[PATH_MAX];
+            if (strncmp(name, "resview\x1f", 8) == 0)
+                g->names_resview = true;
+            if (rv_toml_string(doc, it, bin, sizeof(bin)) < 0 || strcmp(bin, own_runtime) == 0)
+                continue;
+            snprintf(names[*nr], 64, "%.*s", (int)(sep - name), name);
+            snprintf(bins[*nr], PATH_MAX, "%s", bin);
+            (*nr)++;
+        }
+    }
+}
+
+static bool has_cri_table(const struct rv_toml *doc)
+{
+    for (size_t i = 0; i < doc->n; i++) {
+        const char *p = doc->items[i].path;
+        if (strncmp(p, CRI_PLUGIN_V2, strlen(CRI_PLUGIN_V2)) == 0 &&
+            (!p[strlen(CRI_PLUGIN_V2)] || p[strlen(CRI_PLUGIN_V2)] == '\x1f'))
+            return true;
+        if (strncmp(p, CRI_PLUGIN_V3, strlen(CRI_PLUGIN_V3)) == 0 &&
+            (!p[strlen(CRI_PLUGIN_V3)] || p[strlen(CRI_PLUGIN_V3)] == '\x1f'))
+            return true;
+    }
+    return false;
+}
+
+int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_node_gpu *g,
+                       struct rv_error *err)
+{
+    char (*paths)[PATH_MAX] = NULL;
+    char names[16][64], bins[16][PATH_MAX];
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists;
+    int n, nr = 0, pick = -1, rc = -1;
+
+    memset(g, 0, sizeof(*g));
+    if (rv_engine_read(config, &text, &len, &exists, err) < 0)
+        return -1;
+    if (!exists)
+        return 0;
+    if (!(paths = calloc(RV_NODE_MAX_IMPORTS + 1, PATH_MAX)))
+        return rv_fail(err, ENOMEM, "containerd's configuration");
+    if ((n = config_files(config, text, len, paths, RV_NODE_MAX_IMPORTS + 1, err)) < 0)
+        goto out;
+    g->n_imports = n - 1;
+    /* containerd 1.x: the last file with the CRI plugin's table replaces it whole */
+    for (int i = 0; i < n; i++) {
+        cleanup_free char *t = NULL;
+        struct rv_toml doc;
+        size_t l;
+        const char *b = strrchr(paths[i], '/');
+        if (i > 0 && b && strcmp(b + 1, RV_NODE_DROPIN) == 0) {   /* ours: a copy, not a source */
+            snprintf(g->own_dropin, sizeof(g->own_dropin), "%s", paths[i]);
+            continue;
+        }
+        if (rv_engine_read(paths[i], &t, &l, &exists, err) < 0)
+            goto out;
+        if (rv_toml_scan(t, l, &doc, err) < 0) {
+            rv_wrap(err, "`%s`", paths[i]);
+            goto out;
+        }
+        if (i == 0 || has_cri_table(&doc)) {
+            nr = 0;
+            g->dflt[0] = '\0';
+            g->names_resview = false;
+            read_cri(&doc, own_runtime, g, names, bins, &nr);
+            snprintf(g->cri_file, sizeof(g->cri_file), "%s", paths[i]);
+            g->cri_from_import = i > 0;
+        }
+        rv_toml_free(&doc);
+    }
+    /* the default when it is NVIDIA's, else `nvidia`, else NVIDIA's plain binary, else any nvidia* */
+    for (int i = 0; i < nr && pick < 0; i++)
+        if (strcmp(names[i], g->dflt) == 0 && (strncmp(names[i], "nvidia", 6) == 0 || nvidia_binary(bins[i])))
+            pick = i;
+    for (int i = 0; i < nr && pick < 0; i++)
+        if (strcmp(names[i], "nvidia") == 0)
+            pick = i;
+    for (int i = 0; i < nr && pick < 0; i++) {
+        const char *base = strrchr(bins[i], '/') ? strrchr(bins[i], '/') + 1 : bins[i];
+        if (strcmp(base, "nvidia-container-runtime") == 0)
+            pick = i;
+    }
+    for (int i = 0; i < nr && pick < 0; i++)
+        if (strncmp(names[i], "nvidia", 6) == 0 || nvidia_binary(bins[i]))
+            pick = i;
+    if (pick >= 0) {
+        snprintf(g->runtime, sizeof(g->runtime), "%s", bins[pick]);
+        snprintf(g->entry, sizeof(g->entry), "%s", names[pick]);
+    }
+    rc = 0;
+out:
+    free(paths);
+    return rc;
+}
+
+int rv_node_gpu_refresh(const struct rv_node_containerd *c, struct rv_error *err)
+{
+    struct rv_node_gpu now;
+    uint64_t sig = rv_node_containerd_signature(c->config);
+
+    if (rv_node_gpu_detect(c->config, c->runtime_path, &now, err) < 0)
+        return -1;
+    now.signature = sig;
+    bool changed = strcmp(now.runtime, c->gpu->runtime) != 0;
+    if (changed || c->gpu->signature == 0) {
+        if (now.runtime[0])
+            rv_node_say("gpu: NVIDIA's runtime `%s` (containerd runtime `%s`, in `%s`; default runtime `%s`)%s",
+                        now.runtime, now.entry, now.cri_file, now.dflt[0] ? now.dflt : "runc",
+                        c->gpu_mode == RV_NODE_GPU_NONE ? "; not chained (RESVIEW_NODE_GPU_CONTAINERS=none)" :
+                        c->gpu_mode == RV_NODE_GPU_ALL ? "; every container goes through it" :
+                        "; containers that ask for a GPU go through it");
+        else
+            rv_node_say("gpu: no NVIDIA runtime in containerd's configuration");
+    }
+    *c->gpu = now;
+    return changed;
+}
+
+int rv_node_config_text(const struct rv_node_containerd *c, const char *lxcfs_dir, char *out, size_t size)
+{
+    cleanup_free char *rt = NULL;
+    cleanup_json json_t *js = NULL;
+
+    if (!c->gpu || !c->gpu->runtime[0] || c->gpu_mode == RV_NODE_GPU_NONE)
+        return rv_snprintf(out, size, "{\n  \"lxcfs\": { \"root\": \"%s\" }\n}\n", lxcfs_dir);
+    js = json_string(c->gpu->runtime);
+    rt = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+    return rv_snprintf(out, size, "{\n  \"lxcfs\": { \"root\": \"%s\" },\n  \"gpu\": { \"runtime\": %s, "
+                       "\"containers\": \"%s\" }\n}\n", lxcfs_dir, rt ? rt : "\"\"",
+                       c->gpu_mode == RV_NODE_GPU_ALL ? "all" : "gpu");
+}
+
+bool rv_node_config_agents(const char *text, size_t len, const char *lxcfs_dir)
+{
+    cleanup_json json_t *root = NULL;
+    struct rv_error e;
+    struct rv_node_gpu g = { 0 };
+    struct rv_node_containerd c = { .gpu = &g };
+    char again[PATH_MAX * 2 + 128];
+    json_t *gpu;
+
+    if (rv_json_parse(text, len, "configuration", &root, &e) < 0 || !json_is_object(root))
+        return false;
+    gpu = json_object_get(root, "gpu");
+    if (gpu) {
+        const char *rt = json_string_value(json_object_get(gpu, "runtime"));
+        const char *which = json_string_value(json_object_get(gpu, "containers"));
+        if (!rt || !which || rv_snprintf(g.runtime, sizeof(g.runtime), "%s", rt) < 0)
+            return false;
+        c.gpu_mode = strcmp(which, "all") == 0 ? RV_NODE_GPU_ALL : RV_NODE_GPU_ASKING;
+    }
+    /* ours exactly as the agent renders it */
+    return rv_node_config_text(&c, lxcfs_dir, again, sizeof(again)) >= 0 && strlen(again) == len &&
+           memcmp(again, text, len) == 0;
 }

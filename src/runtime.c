@@ -59,14 +59,36 @@ static void delete_then_forget(const struct rv_config *cfg, const char *id, cons
     while (waitpid(pid, &ws, 0) < 0)
         if (errno != EINTR)
             _exit(1);
-    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && rv_state_remove(cfg, id, &err) < 0)
-        rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
+        rv_broker_report(cfg, id);
+        if (rv_state_remove(cfg, id, &err) < 0)
+            rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+    }
     if (WIFSIGNALED(ws)) {
         signal(WTERMSIG(ws), SIG_DFL);
         raise(WTERMSIG(ws));
         _exit(128 + WTERMSIG(ws));
     }
     _exit(WEXITSTATUS(ws));
+}
+
+/* A GPU node (gpu.runtime, chain.h): NVIDIA's runtime next for a container
+ * that asks for a GPU. */
+static void gpu_runtime(const struct rv_config *cfg, const struct rv_args *a, char *next, size_t size)
+{
+    char why[256], file[PATH_MAX];
+    const char *other = NULL;
+    int r;
+
+    if (!cfg->gpu_runtime[0])
+        return;
+    if (a->config && strcmp(a->config, "config.json") != 0 && realpath(a->config, file))
+        other = file;
+    r = rv_chain_gpu(cfg, a->bundle, other, next, size, why, sizeof(why));
+    if (r > 0)
+        rv_log(RV_INFO, "next runtime: `%s` (gpu.runtime), for %s", next, why);
+    else if (r < 0)
+        rv_log(RV_WARN, "%s: the container starts through `%s`, without NVIDIA's runtime", why, next);
 }
 
 /* Every subcommand but create, run, exec and delete is passed through: args,
@@ -114,6 +136,7 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     }
     if (rv_args_edits_bundle(&a)) {
         const char *base = strrchr(argv[0], '/');
+        gpu_runtime(&cfg, &a, next, size);
         rv_host_defaults(&host);
         if (rv_shim_create(&cfg, &host, &a, next, strcmp(base ? base + 1 : argv[0],
                                                          RV_FUSE_RUNTIME_NAME) == 0, &err) < 0) {

@@ -36,21 +36,30 @@ static json_t *injected_pairs(const struct rv_env_plan *plan, json_t *env)
 /* A FUSE container's mount calls go to its own broker: start it before the
  * spec names its socket and the runtime connects. A second resview in a
  * runtime chain (RESVIEW_CHAIN set) keeps the broker the first one started. */
-static int start_broker(const struct rv_config *cfg, const struct rv_args *a, json_t *root,
-                        struct rv_error *err)
+static int start_broker(const struct rv_config *cfg, const struct rv_args *a,
+                        const struct rv_spec *spec, struct rv_error *err)
 {
+    json_t *root = spec->root;
     const char *chain = getenv(RV_CHAIN_ENV), *old = rv_fuse_listener(root);
+    cleanup_json json_t *whole = NULL, *volumes = NULL;
     char path[PATH_MAX];
 
     if (!a->id)
         return rv_fail(err, 0, "FUSE: no container id on the command line");
     if (chain && *chain && old && rv_broker_serves(cfg, a->id, old))
         return rv_fuse_set_listener(root, old, a->id, err);
-    if (rv_broker_spawn(cfg, a->id, NULL, path, sizeof(path), err) < 0)
+    /* The mounts and masked paths (where a FUSE mount may go) are read from
+     * the text as the engine wrote it: members the edit never loads, so that
+     * they are written back byte for byte. */
+    if (rv_json_parse(spec->text, spec->len, "config.json", &whole, err) < 0)
+        return -1;
+    if (!(volumes = rv_fuse_volumes(whole)))
+        return rv_fail(err, ENOMEM, "FUSE: volumes");
+    if (rv_broker_spawn(cfg, a->id, NULL, volumes, path, sizeof(path), err) < 0)
         return -1;
     {
         /* for exec sessions, should this broker be killed (rv_broker_revive) */
-        cleanup_json json_t *rec = json_pack("{s:s}", "socket", path);
+        cleanup_json json_t *rec = json_pack("{s:s,s:O}", "socket", path, "volumes", volumes);
         struct rv_error e2;
         if (!rec || rv_state_write(cfg, a->id, RV_BROKER_RECORD, rec, &e2) < 0)
             rv_log(RV_WARN, "fuse: broker socket not recorded: %s", rec ? e2.msg : "no memory");
@@ -114,7 +123,7 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
         ctx.fuse_rt = &rt;
     }
     if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
-        (res.fuse_broker && start_broker(cfg, a, spec.root, err) < 0)) {
+        (res.fuse_broker && start_broker(cfg, a, &spec, err) < 0)) {
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
     }

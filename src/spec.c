@@ -1,6 +1,7 @@
 /* spec.c - load and atomically rewrite the bundle's config.json. */
 #define _GNU_SOURCE
 #include "resview/spec.h"
+#include "resview/gpus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,17 @@ static const struct rv_json_want linux_members_base[] = {
 static const struct rv_json_want spec_members_base[] = {
     { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
     { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
+};
+/* Each of the two with mounts, which only gpus.c reads, and only for the
+ * NVIDIA device plugin's volume-mounts strategy (NVIDIA_VISIBLE_DEVICES names
+ * its directory): loaded instead then (with_mounts). */
+static const struct rv_json_want spec_members_all_mounts[] = {
+    { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
+    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
+};
+static const struct rv_json_want spec_members_base_mounts[] = {
+    { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
+    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
 };
 
 static int check_root(struct rv_spec *spec, struct rv_error *err)
@@ -73,6 +85,20 @@ static int parse_text(struct rv_spec *spec, const struct rv_json_want *members,
     return 0;
 }
 
+/* The members loaded, with mounts when the container's GPUs are named by
+ * them: parse again with those (parse_text); 0 when nothing more is needed. */
+static int with_mounts(struct rv_spec *spec, struct rv_error *err)
+{
+    json_t *env = rv_json_path(spec->root, "process.env");
+    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
+
+    if (!nvd || strncmp(nvd, RV_GPU_MOUNTS_DIR, sizeof(RV_GPU_MOUNTS_DIR) - 1) != 0 ||
+        spec->members == spec_members_all_mounts || spec->members == spec_members_base_mounts)
+        return 0;
+    return parse_text(spec, spec->members == rv_spec_members ? spec_members_all_mounts
+                                                             : spec_members_base_mounts, err);
+}
+
 int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err)
 {
     memset(spec, 0, sizeof(*spec));
@@ -82,7 +108,7 @@ int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_
     memcpy(spec->text, text, len);
     spec->text[len] = '\0';
     spec->len = len;
-    if (parse_text(spec, rv_spec_members, err) < 0) {
+    if (parse_text(spec, rv_spec_members, err) < 0 || with_mounts(spec, err) < 0) {
         /* a failed parse holds nothing (callers may just return) */
         rv_spec_free(spec);
         return -1;
@@ -126,14 +152,17 @@ int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file
                         &spec->st, err) < 0 ||
         parse_text(spec, spec_members_base, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
+    if (with_mounts(spec, err) < 0)
+        return rv_wrap(err, "bundle `%s`", bundle);
     return 0;
 }
 
 int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err)
 {
-    if (spec->members == rv_spec_members)
+    if (spec->members == rv_spec_members || spec->members == spec_members_all_mounts)
         return 0;
-    return parse_text(spec, rv_spec_members, err);
+    return parse_text(spec, spec->members == spec_members_base_mounts ? spec_members_all_mounts
+                                                                      : rv_spec_members, err);
 }
 
 int rv_spec_render(const struct rv_spec *spec, char **out, size_t *len, bool *changed,

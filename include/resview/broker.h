@@ -12,7 +12,9 @@
 #define RESVIEW_BROKER_H
 
 #include "resview/config.h"
+#include "resview/json.h"
 #include "resview/sys.h"
+#include "resview/mountreq.h"
 
 #define RV_BROKER_NAME "resview-fuse-broker"   /* argv[0] of a broker: ps shows it */
 #define RV_BROKER_DIR "fuse"                   /* under state_dir, mode 0700 */
@@ -25,16 +27,29 @@
  * path gets its socket: `want` if given (the name a container whose broker
  * was killed still knows), else <state_dir>/fuse/<id>.<broker pid>.sock,
  * the id cut to 32 bytes or what fits a socket address: a name no other
- * broker uses. The broker watches this process (which then becomes the next
+ * broker uses. volumes: the host paths of the engine's volumes
+ * (rv_fuse_volumes), the places besides the container's root file system
+ * where a FUSE mount may go. The broker watches this process (which then becomes the next
  * runtime) and exits if the runtime never connects. */
-int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want, char *path,
-                    size_t size, struct rv_error *err);
+int rv_broker_spawn(const struct rv_config *cfg, const char *id, const char *want,
+                    json_t *volumes, char *path, size_t size, struct rv_error *err);
 
 /* exec into a FUSE container whose broker is gone (killed): start another
  * on the socket its spec names, so the exec (whose runtime must hand over
  * the new process's notify fd) works and can mount. Nothing for containers
  * without a FUSE record. */
 int rv_broker_revive(const struct rv_config *cfg, const char *id, struct rv_error *err);
+
+/* What a broker did at exit, when it had to do more than exit (aborted a
+ * connection, left a worker blocked): "<socket without .sock>.exit". */
+void rv_broker_exit_note(const char *sock, const char *text);
+/* delete of a FUSE container: wait (RV_BROKER_EXIT_WAIT_MS at most) for its
+ * broker to exit, and log what its exit note says. */
+#define RV_BROKER_EXIT_WAIT_MS 1000
+void rv_broker_report(const struct rv_config *cfg, const char *id);
+
+/* Exit notes no delete collected (doctor): how many, and one of them in last. */
+int rv_broker_exit_notes(const struct rv_config *cfg, char *last, size_t size);
 
 /* Remove the sockets of brokers that were killed from dir (<state_dir>/fuse). */
 void rv_broker_sweep(const char *dir);
@@ -46,6 +61,15 @@ int rv_broker_main(int argc, char **argv);
 /* Whether path is the socket of a live broker for container id (a runtime
  * chain in which resview runs twice keeps the first one's broker). */
 bool rv_broker_serves(const struct rv_config *cfg, const char *id, const char *path);
+
+/* cgroup.procs of the memory and pids cgroups (v1; "" where not mounted) or
+ * of the one cgroup (v2; out[1] "") of a process, from its /proc/PID/cgroup
+ * file: where a worker charges the work it does for a container. */
+int rv_broker_cgroups(const char *file, char out[2][4096]);
+
+/* A file of /proc (whose size stat does not tell), NUL-terminated; NULL on
+ * failure. The caller frees it. */
+char *rv_broker_read_proc(int dirfd, const char *path);
 
 /* Live brokers and stale sockets under <state_dir>/fuse (doctor). */
 int rv_broker_count(const struct rv_config *cfg, unsigned *live, unsigned *stale);
@@ -78,14 +102,28 @@ struct rv_broker_record {
     struct rv_broker_mount mount;
 };
 
+#define RV_BROKER_MAX_VOLUMES 256   /* volumes a FUSE mount may go on */
 struct rv_broker_ctx {
     int notify_fd;            /* the filter the notification came from */
     int hostproc;             /* O_PATH of the broker's /proc */
     int home_mntns;           /* the broker's own mount namespace, to go back to */
+    int container_mntns;      /* the container's (its init's when handed over), -1: unknown */
     bool allow_other;         /* fuse.allow_other when the container started */
     bool others_busy;         /* a replaced worker is still inside a request */
+    unsigned max_mounts;      /* fuse.max_mounts */
     struct rv_mount_set *mounts;
     int record_fd;            /* records to the supervisor */
+    /* where a FUSE mount may go besides the container's root file system:
+     * the engine's volumes, host paths; their identities, taken once */
+    char *const *volumes;
+    size_t n_volumes;
+    struct { dev_t dev; ino_t ino; } vol_ids[RV_BROKER_MAX_VOLUMES];
+    size_t n_vol_ids;
+    bool vol_ready;
+    /* cgroup.procs of the container's memory and pids cgroups (one unified
+     * one on v2), and of ours: joined for each request; -1 where none */
+    int cg_join[2], cg_home[2];
+    bool charged;
     unsigned long served, refused;
 };
 

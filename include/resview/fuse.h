@@ -59,6 +59,14 @@ int rv_fuse_set_listener(json_t *root, const char *path, const char *metadata,
 /* The spec's listenerPath, if any. */
 const char *rv_fuse_listener(json_t *root);
 
+/* The engine's volumes in a spec: the host sources of its bind mounts that
+ * a FUSE mount may go on (README "FUSE", where a mount may go): a bind whose
+ * destination is not /, not in /proc, /sys or /dev, not the engine's
+ * /etc/hosts, /etc/hostname or /etc/resolv.conf, not masked or read-only by
+ * linux.maskedPaths/readonlyPaths, and whose source no such excluded mount
+ * shares. A new array of absolute paths (NULL: no memory). */
+json_t *rv_fuse_volumes(json_t *root);
+
 /* What the next runtime supports: its `features` (runc >= 1.1, crun >= 1.9),
  * else crun's `--version`; cached under <state_dir>/fuse by the runtime
  * binary's identity. */

@@ -67,4 +67,13 @@ int rv_mountreq_caller(const char *status, struct rv_mount_caller *out);
 int rv_mountinfo_find(const char *text, int id, char *fstype, size_t fstype_size, unsigned *dev_major,
                       unsigned *dev_minor, bool *shared);
 
+/* The cgroup.procs files a broker worker joins to charge a container: from
+ * the text of /proc/PID/cgroup, under cgroup_root ("/sys/fs/cgroup"). On a
+ * unified hierarchy (unified: the host has no v1 controllers) out[0] is the
+ * one cgroup, out[1] ""; on v1 out[0] is the memory cgroup's and out[1] the
+ * pids cgroup's ("" where that controller is not mounted). 0, or -EINVAL
+ * when the text names none of them, or a path that is not canonical. */
+int rv_mountreq_cgroups(const char *text, const char *cgroup_root, bool unified,
+                        char out[2][4096]);
+
 #endif

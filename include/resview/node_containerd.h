@@ -8,10 +8,35 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
 #include "resview/util.h"
 
 #define RV_NODE_RESTART_GUARD_S 600
+#define RV_NODE_MAX_IMPORTS 32
+/* resview's drop-in, beside an imported file that holds the CRI plugin's
+ * table (NVIDIA's 99-nvidia.toml), merged after it (node_containerd.c) */
+#define RV_NODE_DROPIN "99-zz-resview.toml"
+
+/* NVIDIA's runtime as containerd's configuration names it (the main file and
+ * its `imports`, merged as containerd 1.x merges them: a later file that has
+ * the CRI plugin's table replaces that whole table). */
+struct rv_node_gpu {
+    char runtime[PATH_MAX];      /* BinaryName of NVIDIA's entry; "" none */
+    char entry[64];              /* that entry's name (nvidia, nvidia-cdi, ...) */
+    char dflt[64];               /* default_runtime_name as merged; "" unset (runc) */
+    char cri_file[PATH_MAX];     /* the file whose CRI plugin table counts */
+    int n_imports;               /* files named by `imports` (globs expanded) */
+    bool cri_from_import;        /* cri_file is an imported drop-in (NVIDIA's toolkit 1.18) */
+    char own_dropin[PATH_MAX];   /* resview's drop-in among the imports; "" none */
+    bool names_resview;          /* the CRI table that counts has a `resview` runtime */
+    uint64_t signature;          /* of containerd's files when read (rv_node_containerd_signature) */
+    uint64_t pending;            /* a different one seen once, not yet acted on */
+};
+
+/* Which containers go through NVIDIA's runtime (RESVIEW_NODE_GPU_CONTAINERS). */
+enum rv_node_gpu_mode { RV_NODE_GPU_ASKING = 0, RV_NODE_GPU_ALL, RV_NODE_GPU_NONE };
 
 struct rv_node_containerd {
     const char *config;          /* config.toml */
@@ -23,13 +48,44 @@ struct rv_node_containerd {
     const char *guard;           /* file that records the last restart */
     bool set_default;            /* resview as default_runtime_name */
     bool uninstall;              /* want the entry gone */
+    enum rv_node_gpu_mode gpu_mode;
+    struct rv_node_gpu *gpu;     /* what was found last (rv_node_gpu_refresh) */
 };
+
+/* gpu (default), all or none; -1 otherwise. */
+int rv_node_gpu_mode_parse(const char *s);
+
+/* Read containerd's configuration (config and what it imports) for NVIDIA's
+ * runtime. Fails only on a file that does not parse. */
+int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_node_gpu *g,
+                       struct rv_error *err);
+
+/* A checksum of containerd's files (the main one, its imports, which files
+ * the globs match): when it changes, the agent reads them again. */
+uint64_t rv_node_containerd_signature(const char *config);
+
+/* Whether containerd's files changed since c->gpu was read, and have stayed
+ * the same since the previous call: another tool (NVIDIA's toolkit truncates
+ * and writes config.toml in place) is done writing them. Call about once a
+ * second. */
+bool rv_node_containerd_changed(const struct rv_node_containerd *c);
+
+/* Detect again into c->gpu; 1 when what resview's configuration says about
+ * it changes (the agent then rewrites it), 0 not, -1 err. Says what it found. */
+int rv_node_gpu_refresh(const struct rv_node_containerd *c, struct rv_error *err);
+
+/* The agent's /etc/resview/config.json: lxcfs.root, and gpu.runtime when
+ * NVIDIA's runtime is on the node (and the mode is not none). */
+int rv_node_config_text(const struct rv_node_containerd *c, const char *lxcfs_dir, char *out, size_t size);
+/* Whether text is one the agent writes for lxcfs_dir (with any gpu part). */
+bool rv_node_config_agents(const char *text, size_t len, const char *lxcfs_dir);
 
 /* Whether a restart mode is one of the above. */
 bool rv_node_restart_valid(const char *mode);
 
 /* Whether the running containerd has what is wanted: 1 yes, 0 no (why), -1
- * it does not answer (err). */
+ * it does not answer (err), 2 no and a restart would not bring it (err:
+ * uninstall while a file that is not resview's names resview the default). */
 int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, size_t size,
                                  struct rv_error *err);
 

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#define RV_NR_pidfd_send_signal 424
 #define RV_NR_open_tree 428
 #define RV_NR_move_mount 429
 #define RV_NR_fsopen 430
@@ -74,6 +75,7 @@ struct rv_statx {
     uint64_t spare[13];
 };
 #define RV_STATX_TYPE 0x1u
+#define RV_STATX_INO 0x100u
 #define RV_STATX_MNT_ID 0x1000u             /* Linux 5.8 */
 #define RV_STATX_ATTR_MOUNT_ROOT 0x2000u    /* the file is the root of a mount (5.8) */
 #define RV_AT_STATX_DONT_SYNC 0x4000
@@ -105,6 +107,10 @@ struct rv_seccomp_notif_resp {
 static inline int rv_pidfd_open(pid_t pid, unsigned flags)
 {
     return (int)syscall(RV_NR_pidfd_open, pid, flags);
+}
+static inline int rv_pidfd_send_signal(int pidfd, int sig)
+{
+    return (int)syscall(RV_NR_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 static inline int rv_pidfd_getfd(int pidfd, int fd, unsigned flags)
 {

@@ -10,7 +10,9 @@
 #    capability, /dev/fuse, no filter): tests/fuse/fuse-probe.c's loop, in a
 #    container either way;
 # 3. the memory of the brokers of 100 FUSE containers (RSS and PSS of every
-#    broker process: a supervisor and a worker each).
+#    broker process: a supervisor and a worker each);
+# 4. the kernel memory of one FUSE mount (superblock, connection, mount),
+#    and whose cgroup pays it: the container's, the runtime's.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/fuse/lib.sh"
 ROUNDS=${ROUNDS:-100}
@@ -130,3 +132,24 @@ echo "$(ls "$T/ctl" | wc -l) containers with a FUSE mount, $n broker processes"
 printf 'RSS %d KiB in total (%d KiB per container); PSS %d KiB in total (%d KiB per container)\n' \
     "$rss" $((rss / CONTAINERS)) "$pss" $((pss / CONTAINERS))
 touch "$T/ctl/stop"
+
+echo
+echo "== FUSE: kernel memory per FUSE mount, and who pays (64 mounts, kept)"
+kmem() { cat "/sys/fs/cgroup/memory$1/memory.kmem.usage_in_bytes" 2>/dev/null || cat "/sys/fs/cgroup$1/memory.current"; }
+rtcg=/resview-test/$(basename "$T")/runtime
+mkdir -p "$T/kvol"
+mkdir -p "/sys/fs/cgroup/memory$rtcg" 2>/dev/null
+rv_bundle "$T/k" ".root.path = \"$T/rootfs\" | .root.readonly = true
+    | .process.args = [\"/bin/sh\", \"-c\", \"touch /ctl/k-up; while [ ! -e /ctl/k-go ]; do sleep 0.1; done; fuse-probe mounts /vol/m 64 >/ctl/k-out; touch /ctl/k-done; while [ ! -e /ctl/k-end ]; do sleep 0.1; done\"]
+    | .mounts += [{destination: \"/vol\", type: \"bind\", source: \"$T/kvol\", options: [\"rbind\", \"rw\"]}]
+    | .annotations[\"resview.io/lxcfs\"] = \"false\" | .annotations[\"resview.io/fuse\"] = \"true\"
+    | .mounts += [{destination: \"/ctl\", type: \"bind\", source: \"$T/ctl\", options: [\"rbind\", \"rw\"]}]"
+(echo $BASHPID >"/sys/fs/cgroup/memory$rtcg/cgroup.procs" 2>/dev/null; cd "$T/k" && "$T/shim" --root "$T/rc" run k >/dev/null 2>&1 </dev/null) &
+for _ in $(seq 1 300); do [ -e "$T/ctl/k-up" ] && break; sleep 0.1; done
+c0=$(kmem "$CG_PARENT/k"); r0=$(kmem "$rtcg")
+touch "$T/ctl/k-go"
+for _ in $(seq 1 300); do [ -e "$T/ctl/k-done" ] && break; sleep 0.1; done
+c1=$(kmem "$CG_PARENT/k"); r1=$(kmem "$rtcg")
+touch "$T/ctl/k-end"; wait
+echo "$(cat "$T/ctl/k-out")"
+printf 'per mount: container %d bytes, runtime (and broker) %d bytes\n' $(( (c1 - c0) / 64 )) $(( (r1 - r0) / 64 ))

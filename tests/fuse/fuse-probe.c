@@ -55,7 +55,8 @@ static const char *ename(int e)
         { EINVAL, "EINVAL" }, { EFAULT, "EFAULT" }, { ENOENT, "ENOENT" }, { ENODEV, "ENODEV" },
         { EACCES, "EACCES" }, { EOPNOTSUPP, "EOPNOTSUPP" }, { EBUSY, "EBUSY" },
         { ENOTDIR, "ENOTDIR" }, { ENXIO, "ENXIO" }, { ENAMETOOLONG, "ENAMETOOLONG" },
-        { ELOOP, "ELOOP" }, { EAGAIN, "EAGAIN" },
+        { ELOOP, "ELOOP" }, { EAGAIN, "EAGAIN" }, { ENOSPC, "ENOSPC" }, { EIO, "EIO" },
+        { ENOTCONN, "ENOTCONN" },
     };
     static char buf[32];
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -95,18 +96,25 @@ static void common_calls(void)
     probe_unshare_user();
 }
 
+/* /dev, opened before a chroot: fresh /dev/fuse files from any root. */
+static int devfd = AT_FDCWD;
+#define DEV_FUSE(flags) openat(devfd, devfd == AT_FDCWD ? "/dev/fuse" : "fuse", (flags))
+
+/* The root's type of our mounts: a directory, or a regular file (mount). */
+static unsigned probe_rootmode = 040000;
+
 /* libfuse's options for a fresh /dev/fuse fd of ours. */
 static int fuse_opts(char *buf, size_t size, int fd, const char *extra)
 {
-    snprintf(buf, size, "fd=%d,rootmode=40000,user_id=%u,group_id=%u%s%s", fd, getuid(), getgid(),
-             extra ? "," : "", extra ? extra : "");
+    snprintf(buf, size, "fd=%d,rootmode=%o,user_id=%u,group_id=%u%s%s", fd, probe_rootmode,
+             getuid(), getgid(), extra ? "," : "", extra ? extra : "");
     return 0;
 }
 
 static int fuse_mount(const char *dir, unsigned long flags, const char *extra)
 {
     char opts[256];
-    int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), r, e;
+    int fd = DEV_FUSE(O_RDWR | O_CLOEXEC), r, e;
 
     if (fd < 0)
         return -1;
@@ -328,6 +336,51 @@ static void loop(const char *dir, int n)
            t_mount / (ok ? ok : 1));
 }
 
+/* N FUSE mounts on DIR/0 ... DIR/N-1, kept: how many worked, the first error. */
+static void mounts(const char *dir, int n)
+{
+    char p[512];
+    int ok = 0, first = 0;
+
+    mkdir(dir, 0755);
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof(p), "%s/%d", dir, i);
+        mkdir(p, 0755);
+        if (fuse_mount(p, 0, NULL) == 0)
+            ok++;
+        else if (!first)
+            first = errno;
+    }
+    printf("mounts %d ok %d first-error %s\n", n, ok, first ? ename(first) : "none");
+}
+
+/* N children, each calling mount(2) on target with its file system type
+ * in a private mapping of PREFIX<i>, a file of a FUSE file system that never
+ * answers READ: whoever reads that string waits for the daemon. Each child
+ * maps a file of its own (a second mapping of a file whose page is being
+ * read would wait in mmap itself). Each prints what its call returned,
+ * whenever it does. */
+static void mmap_mounts(const char *prefix, const char *target, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char file[512];
+        if (fork() != 0)
+            continue;
+        snprintf(file, sizeof(file), "%s%d", prefix, i);
+        int ffd = open(file, O_RDONLY), fd = DEV_FUSE(O_RDWR);
+        char opts[256];
+        void *p = ffd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, ffd, 0);
+        if (p == MAP_FAILED || fd < 0) {
+            printf("mmap-mount setup %s\n", ename(errno));
+            _exit(1);
+        }
+        fuse_opts(opts, sizeof(opts), fd, NULL);
+        report("mmap-mount", mount("probe", target, (const char *)p, 0, opts));
+        _exit(0);
+    }
+    printf("mmap-mounts started %d\n", n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -335,6 +388,26 @@ int main(int argc, char **argv)
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* chroot DIR ... / cd DIR ...: the rest from there, as a tenant would */
+    if ((strcmp(argv[1], "chroot") == 0 || strcmp(argv[1], "cd") == 0) && argc > 3) {
+        int r;
+        if (devfd == AT_FDCWD)
+            devfd = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r = argv[1][1] == 'h' ? (chroot(argv[2]) < 0 ? -1 : chdir("/")) : chdir(argv[2]);
+        if (r < 0) {
+            report(argv[1], -1);
+            return 1;
+        }
+        return main(argc - 2, argv + 2);
+    }
+    if (strcmp(argv[1], "mounts") == 0 && argc == 4) {
+        mounts(argv[2], atoi(argv[3]));
+        return 0;
+    }
+    if (strcmp(argv[1], "mmap-mounts") == 0 && argc == 5) {
+        mmap_mounts(argv[2], argv[3], atoi(argv[4]));
+        return 0;
+    }
     if (strcmp(argv[1], "control") == 0) {
         common_calls();
         return 0;
@@ -354,6 +427,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "mount") == 0 && argc >= 3) {
+        struct stat st;
+        if (stat(argv[2], &st) == 0 && S_ISREG(st.st_mode))
+            probe_rootmode = 0100000;   /* a mount over one file */
         report("mount", fuse_mount(argv[2], argc > 3 ? strtoul(argv[3], NULL, 0) : 0, NULL));
         return 0;
     }

@@ -21,6 +21,17 @@
  * --enter PID: open /dev/fuse here, then mount in the mount namespace of PID
  * (MOUNTPOINT as that process sees it), as a container's own FUSE daemon would.
  *
+ * --mounts N: once ready, N children each ask for another FUSE mount on
+ * MOUNTPOINT/xI with fd= this daemon's own descriptor (a broker that takes
+ * the descriptor, then looks the target up through this file system, holds
+ * the very connection that must answer it); each prints "spawned-mount I
+ * RESULT" when its call returns.
+ *
+ * fuse-hang --grab PID FD: take descriptor FD of process PID (pidfd_getfd),
+ * print "grabbed", and hold it until killed: a FUSE connection whose
+ * descriptor lives on outside its container, so that the kernel does not
+ * abort it when the container's processes are gone.
+ *
  * Prints "ready" on stdout once INIT is answered. Needs root (mount(2)). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +44,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -45,6 +57,23 @@ static int root_is_file;
 static char names[NAMES_MAX][64];
 static unsigned n_names;
 static unsigned long hung;
+static int spawn_mounts;
+static const char *mountpoint;
+
+static void spawn(void)
+{
+    for (int i = 0; i < spawn_mounts; i++) {
+        char target[512], opts[128];
+        if (fork() != 0)
+            continue;
+        snprintf(target, sizeof(target), "%s/x%d", mountpoint, i);
+        snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+        int r = mount("x", target, "fuse.x", 0, opts);
+        printf("spawned-mount %d %s\n", i, r == 0 ? "ok" : strerrorname_np(errno));
+        fflush(stdout);
+        _exit(0);
+    }
+}
 
 static const char *const dirs[] = { "proc", "sys", "devices", "system", "cpu", "pressure" };
 
@@ -124,6 +153,8 @@ static void serve(const char *buf, size_t len)
         reply(in->unique, 0, &o, sizeof(o));
         printf("ready\n");
         fflush(stdout);
+        spawn();
+        fflush(stdout);
         return;
     }
     case FUSE_LOOKUP: {
@@ -196,6 +227,17 @@ int main(int argc, char **argv)
     char opts[256];
     const char *mnt = NULL, *enter = NULL;
 
+    if (argc == 4 && strcmp(argv[1], "--grab") == 0) {
+        int pidfd = (int)syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+        if (pidfd < 0 || syscall(SYS_pidfd_getfd, pidfd, atoi(argv[3]), 0) < 0) {
+            perror("fuse-hang: grab");
+            return 1;
+        }
+        printf("grabbed\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0)
             root_is_file = 1;
@@ -203,6 +245,8 @@ int main(int argc, char **argv)
             hang_op = op_of(argv[++i]);
         else if (strcmp(argv[i], "--enter") == 0 && i + 1 < argc)
             enter = argv[++i];
+        else if (strcmp(argv[i], "--mounts") == 0 && i + 1 < argc)
+            spawn_mounts = atoi(argv[++i]);
         else
             mnt = argv[i];
     }
@@ -210,6 +254,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: fuse-hang [--file] [--hang OP] [--enter PID] MOUNTPOINT\n");
         return 2;
     }
+    mountpoint = mnt;
     signal(SIGPIPE, SIG_IGN);
     fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
     if (fd < 0) {

@@ -338,5 +338,36 @@ int main(void)
         ok(rv_fuse_apply_host(root, &cfg, &h2, NULL, &broker, &e) < 0 && strstr(e.msg, "no seccomp profile"),
            "missing default profile: error (%s)", e.msg);
     }
+    /* Where a FUSE mount may go besides the root file system: the engine's volumes. */
+    {
+        cleanup_json json_t *sp = json_loads(
+            "{\"mounts\": ["
+            "{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
+            "{\"destination\": \"/dev\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"},"
+            "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"/host/vol\", \"options\": [\"rbind\"]},"
+            "{\"destination\": \"/cache\", \"source\": \"/host/cache\", \"options\": [\"bind\", \"rw\"]},"
+            "{\"destination\": \"/scratch\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"},"
+            "{\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"/host/hosts\"},"
+            "{\"destination\": \"/etc/resolv.conf\", \"type\": \"bind\", \"source\": \"/host/resolv\"},"
+            "{\"destination\": \"/dev/termination-log\", \"type\": \"bind\", \"source\": \"/host/log\"},"
+            "{\"destination\": \"/sys/x\", \"type\": \"bind\", \"source\": \"/host/sys\"},"
+            "{\"destination\": \"/masked/dir\", \"type\": \"bind\", \"source\": \"/host/m\"},"
+            "{\"destination\": \"/ro\", \"type\": \"bind\", \"source\": \"/host/ro\"},"
+            "{\"destination\": \"/twice\", \"type\": \"bind\", \"source\": \"/host/vol\"},"
+            "{\"destination\": \"/shared-with-dev\", \"type\": \"bind\", \"source\": \"/host/devshared\"},"
+            "{\"destination\": \"/dev/shared\", \"type\": \"bind\", \"source\": \"/host/devshared\"},"
+            "{\"destination\": \"/\", \"type\": \"bind\", \"source\": \"/host/root\"},"
+            "{\"destination\": \"/up/../proc\", \"type\": \"bind\", \"source\": \"/host/up\"},"
+            "{\"destination\": \"/rel\", \"type\": \"bind\", \"source\": \"host/rel\"}],"
+            "\"linux\": {\"maskedPaths\": [\"/masked\"], \"readonlyPaths\": [\"/ro/\"]}}", 0, NULL);
+        cleanup_json json_t *v = rv_fuse_volumes(sp);
+        char *got = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        ok(got && strcmp(got, "[\"/host/vol\",\"/host/cache\"]") == 0,
+           "volumes: binds only, not /, /proc, /sys, /dev, engine files, masked or read-only paths, "
+           "a source also bound to an excluded place, a relative source or a path with .. (%s)", got);
+        free(got);
+        cleanup_json json_t *none = rv_fuse_volumes(json_object_get(sp, "linux"));
+        ok(none && json_array_size(none) == 0, "a spec without mounts: none");
+    }
     return unit_done();
 }

@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/mount.h>
 
 #ifndef MS_NOSYMFOLLOW
@@ -167,6 +168,32 @@ int main(void)
         ok(rv_mountinfo_find(mi, 99, t, sizeof(t), &maj, &min, &shared) == -ENOENT, "mountinfo: unknown id");
         ok(rv_mountinfo_find("5 1 0:1 / / rw\n", 5, t, sizeof(t), &maj, &min, &shared) == -EINVAL,
            "mountinfo: a line without \" - \" is malformed");
+    }
+    /* The cgroups a worker joins to charge a container (from /proc/PID/cgroup). */
+    {
+        char cg[2][4096];
+        const char *v1 = "12:pids:/kubepods/pod1/c1\n11:cpu,cpuacct:/kubepods/pod1/c1\n"
+                         "4:memory:/kubepods/pod1/c1\n1:name=systemd:/kubepods/pod1/c1\n0::/\n";
+        ok(rv_mountreq_cgroups(v1, "/sys/fs/cgroup", false, cg) == 0 &&
+           strcmp(cg[0], "/sys/fs/cgroup/memory/kubepods/pod1/c1/cgroup.procs") == 0 &&
+           strcmp(cg[1], "/sys/fs/cgroup/pids/kubepods/pod1/c1/cgroup.procs") == 0,
+           "v1: the memory and pids cgroups (%s, %s)", cg[0], cg[1]);
+        ok(rv_mountreq_cgroups("0::/system.slice/x.scope\n", "/sys/fs/cgroup", true, cg) == 0 &&
+           strcmp(cg[0], "/sys/fs/cgroup/system.slice/x.scope/cgroup.procs") == 0 && cg[1][0] == '\0',
+           "v2: the one cgroup");
+        ok(rv_mountreq_cgroups("0::/\n", "/sys/fs/cgroup", true, cg) == 0 &&
+           strcmp(cg[0], "/sys/fs/cgroup/cgroup.procs") == 0, "v2: the root cgroup");
+        ok(rv_mountreq_cgroups("3:cpu:/a\n", "/sys/fs/cgroup", false, cg) < 0 && !cg[0][0] && !cg[1][0],
+           "v1 without memory or pids: none");
+        ok(rv_mountreq_cgroups("4:memory:/a/../../etc\n", "/sys/fs/cgroup", false, cg) < 0 &&
+           rv_mountreq_cgroups("4:memory:relative\n", "/sys/fs/cgroup", false, cg) < 0 &&
+           rv_mountreq_cgroups("4:memory:/a//b\n", "/sys/fs/cgroup", false, cg) < 0 &&
+           rv_mountreq_cgroups("4:memory:/a/.\n", "/sys/fs/cgroup", false, cg) < 0,
+           "a path that is not canonical is refused");
+        ok(rv_mountreq_cgroups("4:memoryx,pid:/a\n5:xpids:/b\n", "/sys/fs/cgroup", false, cg) < 0,
+           "controller names match whole");
+        ok(rv_mountreq_cgroups("", "/sys/fs/cgroup", true, cg) < 0 &&
+           rv_mountreq_cgroups("garbage", "/sys/fs/cgroup", false, cg) < 0, "empty or malformed: none");
     }
     return unit_done();
 }

@@ -1,0 +1,346 @@
+#!/bin/bash
+# 54-gpu-node.sh - GPU nodes: resview beside NVIDIA's runtime and the GPU
+# operator's toolkit, with stand-ins for both (NVIDIA's software is not in
+# Debian): tests/lib/fake-nvidia-runtime acts as nvidia-container-runtime does
+# at the OCI level (its prestart hook, the device nodes of the GPUs asked for,
+# then runc); tests/lib/fake-nvidia-toolkit edits containerd's configuration
+# as the toolkit 1.13 (whole-file rewrite) and 1.18 (drop-in + imports) do,
+# then restarts containerd (tests/samples/nvidia/README.md).
+#
+# 1. The shim alone: gpu.runtime chains a container that asks for a GPU (and
+#    only it) through NVIDIA's runtime; gpu.containers=all chains every one;
+#    a FUSE container that asked for one GPU sees that GPU's device node and
+#    no other (stand-in nodes made with mknod c 195 N); `resview env` says
+#    which source counted.
+# 2. The node agent (`resview node run`, directly, private paths, as in
+#    49-node-agent.sh) with resview as containerd's default, against a real
+#    containerd with CRI, pods made by tests/cri/kubelet.py: resview first,
+#    then the toolkit 1.13; the toolkit restarted; the toolkit uninstalled;
+#    the toolkit 1.18 (drop-in) installed beside resview; resview uninstalled
+#    while the toolkit stays; resview installed after a 1.18 toolkit. In
+#    each: a GPU pod gets its GPU and its views, a plain pod its views, and
+#    containerd's restarts are counted (one per tool and change, no loop).
+# Runs in a mount namespace of its own: the agent's configuration has no
+# state_dir or log file, so /run/resview and /var/log are private tmpfs here.
+if [ -z "${RV54_NS:-}" ]; then
+    exec unshare --mount --propagation private env RV54_NS=1 bash "$0" "$@"
+fi
+mount -t tmpfs none /run/resview 2>/dev/null || { mkdir -p /run/resview && mount -t tmpfs none /run/resview; }
+mount -t tmpfs none /var/log
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+PY=/usr/bin/python3   # Debian's grpcio and yaml live there
+IMG=resview.test/busybox:1
+TK=$TOP/tests/lib/fake-nvidia-toolkit
+NVDIR=$T/nvidia/toolkit          # what the GPU operator calls /usr/local/nvidia/toolkit
+NVLOG=$T/nvidia.log
+: >"$NVLOG"
+
+# stand-in GPUs: three device nodes and the control node, major 195 as NVIDIA's
+mkdir -p "$T/gpudev" "$NVDIR"
+for n in 0 1 2; do mknod "$T/gpudev/nvidia$n" c 195 $n; done
+mknod "$T/gpudev/nvidiactl" c 195 255
+for b in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-runtime.legacy \
+         nvidia-container-runtime.experimental; do
+    cp "$TOP/tests/lib/fake-nvidia-runtime" "$NVDIR/$b"
+done
+printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=${FAKE_NVIDIA_RUNTIMES:-runc}\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
+NVRT=$NVDIR/nvidia-container-runtime
+
+# --- 1. the shim ---------------------------------------------------------------
+rv_config "$T/gpu.json" "$(jq -n --arg r "$NVRT" --arg p "$TOP/profiles/seccomp.json" \
+    '{gpu: {runtime: $r}, fuse: {allowed: true, seccomp_profile: $p}}')"
+rv_config "$T/config-plain.json"
+rv_config "$T/gpuall.json" "$(jq -n --arg r "$NVRT" '{gpu: {runtime: $r, containers: "all"}}')"
+show='ls /dev; echo GPUS=$SLURM_GPUS_ON_NODE; echo EDIT=$NVIDIA_FAKE_EDIT'
+rv_bundle "$T/b-gpu" '.process.args = ["/bin/sh", "-c", "'"$show"'"] | .process.env += ["NVIDIA_VISIBLE_DEVICES=1"]'
+rv_bundle "$T/b-plain" '.process.args = ["/bin/sh", "-c", "'"$show"'"]'
+out=$(cd "$T/b-gpu" && RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run g1 2>&1)
+t_contains "shim: a container asking for GPU 1 goes through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime run NVIDIA_VISIBLE_DEVICES=1"
+t_contains "…which added its edit" "$out" "EDIT=1"
+t_contains "…and GPU 1's device node" "$out" "nvidia1"
+t_not_contains "…and no other GPU's" "$out" "nvidia0"
+t_contains "…SLURM_GPUS_ON_NODE=1" "$out" "GPUS=1"
+t_contains "shim log: why it chained" "$(cat "$T/resview.log")" "(gpu.runtime), for NVIDIA_VISIBLE_DEVICES=1"
+: >"$NVLOG"
+out=$(cd "$T/b-plain" && RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run p1 2>&1)
+t_eq "shim: a plain container does not go through NVIDIA's runtime" "$(grep -c '^runtime' "$NVLOG")" "0"
+t_contains "…and runs (runc)" "$out" "GPUS="
+out=$(cd "$T/b-plain" && RESVIEW_CONFIG=$T/gpuall.json "$RUNTIME" --root "$T/runc-root" run p2 2>&1)
+t_eq "shim: gpu.containers=all: every container goes through it" "$(grep -c '^runtime run' "$NVLOG")" "1"
+t_contains "…and gets no GPU it did not ask for" "$out" "GPUS="
+t_not_contains "…no device node" "$out" "nvidia"
+# NVIDIA's runtime configured to call resview next (the other order, both at once): no loop
+: >"$NVLOG"
+out=$(cd "$T/b-gpu" && FAKE_NVIDIA_RUNTIMES=$RUNTIME:runc RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run g3 2>&1)
+t_eq "shim: NVIDIA's runtime names resview next: called once, no loop" "$(grep -c '^runtime run' "$NVLOG")" "1"
+t_contains "…and the container runs with its GPU" "$out" "nvidia1"
+# gone: the container starts without NVIDIA's runtime, with a warning
+rv_config "$T/gone.json" '{"gpu": {"runtime": "/nonexistent/nvidia-container-runtime"}}'
+out=$(cd "$T/b-gpu" && RESVIEW_CONFIG=$T/gone.json "$RUNTIME" --root "$T/runc-root" run g2 2>&1); rc=$?
+t_eq "shim: gpu.runtime gone: the container still starts" "$rc" "0"
+t_contains "…with a warning in the log" "$(cat "$T/resview.log")" "without NVIDIA's runtime"
+
+# FUSE and a GPU (the s3fs case): exactly that GPU's device node
+rv_bundle "$T/b-fuse" '.process.args = ["/bin/sh", "-c", "'"$show"'; test -c /dev/fuse && echo has-fuse"]
+    | .process.env += ["NVIDIA_VISIBLE_DEVICES=0"] | .annotations["resview.io/fuse"] = "true"'
+: >"$NVLOG"
+out=$(cd "$T/b-fuse" && RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run f1 2>&1)
+t_contains "FUSE + GPU 0: /dev/fuse" "$out" "has-fuse"
+t_contains "…GPU 0's device node" "$out" "nvidia0"
+t_not_contains "…not GPU 1's" "$out" "nvidia1"
+t_not_contains "…not GPU 2's" "$out" "nvidia2"
+t_contains "…through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime run NVIDIA_VISIBLE_DEVICES=0"
+t_eq "…the device cgroup allows GPU 0 alone among the GPUs" \
+    "$(jq -c '[.linux.resources.devices[] | select(.major == 195 and .allow) | .minor] | sort' "$T/b-fuse/config.json")" "[0,255]"
+t_eq "…and no rule allows every char device" \
+    "$(jq -c '[.linux.resources.devices[] | select(.allow and (.major == null or .major == -1) and (.type == "c" or .type == "a" or .type == null))] | length' "$T/b-fuse/config.json")" "0"
+t_eq "…no capability added (CAP_SYS_ADMIN)" "$(jq -c '.process.capabilities.effective | index("CAP_SYS_ADMIN")' "$T/b-fuse/config.json")" "null"
+
+# resview env: which source counted
+jq '.annotations = {"cdi.k8s.io/nvidia-device-plugin_GPU-a": "k8s.device-plugin.nvidia.com/gpu=GPU-a"}' \
+    "$T/b-plain/config.json" >"$T/cdi.json"
+out=$("$CLI" env --spec "$T/cdi.json" 2>&1)
+t_contains "resview env: gpus = 1 from the CDI annotation" "$out" "gpus    = 1	(CDI annotations: 1)"
+jq '.process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
+    | .mounts += [{destination: "/var/run/nvidia-container-devices/GPU-a", source: "/dev/null", type: "bind", options: ["bind"]},
+                  {destination: "/var/run/nvidia-container-devices/GPU-b", source: "/dev/null", type: "bind", options: ["bind"]}]' \
+    "$T/b-plain/config.json" >"$T/vm.json"
+out=$("$CLI" env --spec "$T/vm.json" 2>&1)
+t_contains "resview env: gpus = 2 from the device plugin's volume mounts" "$out" "gpus    = 2	(device plugin volume mounts"
+t_contains "…SLURM_GPUS_PER_NODE=2" "$out" "SLURM_GPUS_PER_NODE=2"
+# the same through the shim (it loads mounts only for this strategy)
+rv_bundle "$T/b-vm" '.process.args = ["/bin/sh", "-c", "echo GPUS=$SLURM_GPUS_ON_NODE"]
+    | .process.env += ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]
+    | .mounts += [{destination: "/var/run/nvidia-container-devices/GPU-a", source: "/dev/null", type: "bind", options: ["bind"]},
+                  {destination: "/var/run/nvidia-container-devices/GPU-b", source: "/dev/null", type: "bind", options: ["bind"]}]'
+out=$(cd "$T/b-vm" && RESVIEW_CONFIG=$T/config-plain.json "$RUNTIME" --root "$T/runc-root" run vm1 2>&1)
+t_contains "shim: volume mounts of two GPUs: SLURM_GPUS_ON_NODE=2" "$out" "GPUS=2"
+out=$(RESVIEW_CONFIG=$T/gpu.json "$CLI" env --spec "$T/vm.json" 2>&1)
+t_contains "resview env: which runtime comes next, and why" "$out" "next    = $NVRT	(NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices: gpu.runtime)"
+
+# --- 2. the node agent, containerd, the toolkit ---------------------------------
+ctd_restartable || { echo "not ok - containerd did not start"; exit 1; }
+CFG=$T/ctd/config.toml
+# the restart script as a node's init runs it: containerd gets resview's configuration
+sed -i "2i export RESVIEW_CONFIG=$T/etc/config.json" "$T/ctd-restart"
+"$T/ctd-restart"; : >"$T/ctd-restarts"
+wait_for ctr --address "$CTD_SOCK" version || { echo "not ok - containerd restart"; exit 1; }
+restarts() { wc -l <"$T/ctd-restarts"; }
+R0=0
+mark() { R0=$(restarts); }
+delta() { echo $(( $(restarts) - R0 )); }
+rv_image_tar "$T/layer.tar"
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
+ctr --address "$CTD_SOCK" -n k8s.io images import "$T/oci.tar" >/dev/null 2>&1
+$PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
+mkdir -p "$T/payload/bin" "$T/payload/share/resview" "$T/etc"
+cp "$BUILD/static/resview-runtime" "$BUILD/static/resview-hook" "$T/payload/bin/"
+cp "$TOP/profiles/seccomp.json" "$T/payload/share/resview/"
+LX=$T/lxcfs-parent/lxcfs
+AGENT=""
+agent_start() { # LOGFILE [ENV...]
+    local log=$1; shift
+    env RESVIEW_NODE_SET_AS_DEFAULT=true "$@" setsid "$CLI" node run \
+        --restart "command:$T/ctd-restart" --host-pid $$ --containerd-config "$CFG" --cri-socket "$CTD_SOCK" \
+        --prefix "$T/opt" --payload "$T/payload" --lxcfs-dir "$LX" --resview-config "$T/etc/config.json" \
+        --lock "$T/run/node.lock" >"$log" 2>&1 &
+    AGENT=$!
+}
+agent_stop() {
+    [ -n "$AGENT" ] || return 0
+    kill "$AGENT" 2>/dev/null; wait "$AGENT" 2>/dev/null; AGENT=""
+}
+t_cleanup 'agent_stop; umount -l "$LX"'
+# wait until the agent's log has had COUNT lines matching TEXT (30 s)
+log_count() { grep -c -- "$2" "$1" 2>/dev/null; }
+wait_log() { # LOG TEXT COUNT
+    local i
+    for i in $(seq 1 300); do [ "$(log_count "$1" "$2")" -ge "$3" ] && return 0; sleep 0.1; done
+    echo "# waited for $3 x '$2' in $1:"; tail -5 "$1" | sed 's/^/#   /'; return 1
+}
+# a settled node: nothing restarts containerd for 4 s
+settled() { local n; n=$(restarts); sleep 4; [ "$(restarts)" = "$n" ]; }
+# wait until containerd was restarted N times in all (30 s)
+wait_restarts() { local i; for i in $(seq 1 300); do [ "$(delta)" -ge "$1" ] && return 0; sleep 0.1; done; return 1; }
+
+POD_N=0
+# run_pod NAME ENV_JSON [HANDLER]: a pod (1 CPU, 256 MiB) as the kubelet makes it; prints its container id
+run_pod() {
+    local name env=$2
+    POD_N=$(( $(cat "$T/podn" 2>/dev/null || echo 0) + 1 )); echo $POD_N >"$T/podn"   # run in $( )
+    name=$1-$POD_N
+    jq -n --arg img "$IMG" --arg name "$name" --argjson env "$env" '{apiVersion: "v1", kind: "Pod",
+        metadata: {name: $name}, spec: {containers: [{name: "main", image: $img, command: ["/bin/sleep", "3600"],
+        env: $env, resources: {limits: {cpu: "1", memory: "256Mi"}}}]}}' >"$T/$name.yaml"
+    jq -n --arg sock "$CTD_SOCK" --arg m "$T/$name.yaml" --arg name "$name" --arg logs "$T/podlogs/$name" \
+        --arg cg "$CG_PARENT/$name" '{socket: $sock, manifest: $m, name: $name, uid: ("uid-" + $name),
+        log_dir: $logs, cgroup_parent: $cg, node_root: ""}' >"$T/$name.scenario"
+    mkdir -p "$T/podlogs/$name"
+    $PY "$TOP/tests/cri/kubelet.py" "$T" run-pod "$T/$name.scenario" 2>"$T/$name.err" >"$T/$name.ids"
+    jq -r '"\(.pod) \(.containers.main)"' "$T/$name.ids" >>"$T/pods"
+    jq -r '.containers.main' "$T/$name.ids"
+    [ -s "$T/$name.ids" ] || sed 's/^/# run-pod: /' "$T/$name.err" >&2
+}
+stop_pods() {
+    local pod cid
+    while read -r pod cid; do
+        $PY "$TOP/tests/cri/kubelet.py" "$T" stop-pod "$CTD_SOCK" "$pod" 0 "$cid" >/dev/null 2>&1
+    done <"$T/pods"
+    : >"$T/pods"
+}
+: >"$T/pods"
+pexec() { $PY "$TOP/tests/cri/kubelet.py" "$T" exec "$CTD_SOCK" "$@" 2>&1; }
+GPU_ENV='[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "1"}]'
+# check_pods WHAT GPU(yes|no): a GPU pod (NVIDIA_VISIBLE_DEVICES=1, as the
+# device plugin sets it) and a plain pod, both through containerd's default
+check_pods() {
+    local what=$1 gpu=$2 id out
+    : >"$NVLOG"
+    id=$(run_pod gpu "$GPU_ENV")
+    out=$(pexec "$id" -- /bin/sh -c 'ls /dev; grep MemTotal /proc/meminfo; env')
+    if [ "$gpu" = yes ]; then
+        t_contains "$what: GPU pod: through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime create NVIDIA_VISIBLE_DEVICES=1"
+        t_contains "$what: GPU pod: its GPU's device node" "$out" "nvidia1"
+        t_not_contains "$what: GPU pod: no other GPU" "$out" "nvidia0"
+        t_contains "$what: GPU pod: SLURM_GPUS_ON_NODE=1" "$out" "SLURM_GPUS_ON_NODE=1"
+    else
+        t_eq "$what: GPU pod: no NVIDIA runtime on the node, none called" "$(grep -c '^runtime' "$NVLOG")" "0"
+    fi
+    t_contains "$what: GPU pod: its views (MemTotal 256 MiB)" "$out" "262144 kB"
+    t_contains "$what: GPU pod: GOMAXPROCS=1" "$out" "GOMAXPROCS=1"
+    : >"$NVLOG"
+    id=$(run_pod plain '[]')
+    out=$(pexec "$id" -- /bin/sh -c 'ls /dev; grep MemTotal /proc/meminfo; env')
+    t_eq "$what: plain pod: NVIDIA's runtime not called" "$(grep -c '^runtime' "$NVLOG")" "0"
+    t_contains "$what: plain pod: its views (MemTotal 256 MiB)" "$out" "262144 kB"
+    t_not_contains "$what: plain pod: no GPU" "$out" "nvidia"
+}
+cri_default() { $PY - "$T" "$CTD_SOCK" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import grpc, cri_pb2 as pb, cri_pb2_grpc as pbg
+st = pbg.RuntimeServiceStub(grpc.insecure_channel("unix://" + sys.argv[2])).Status(pb.StatusRequest(verbose=True), timeout=10)
+print(json.loads(st.info["config"])["containerd"]["defaultRuntimeName"])
+PY
+}
+export RUNTIME_DIR=$NVDIR RESTART_CMD=$T/ctd-restart CONTAINERD_BIN=containerd
+
+# 2a. resview first, then the toolkit 1.13
+mark
+agent_start "$T/agent1.log"
+wait_log "$T/agent1.log" "node ready in" 1
+t_eq "resview first: containerd restarted once" "$(delta)" "1"
+t_contains "…no NVIDIA runtime yet" "$(cat "$T/agent1.log")" "gpu: no NVIDIA runtime"
+t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
+mark
+$TK setup 1.13 "$CFG"
+t_ok "toolkit 1.13 installs: its own restart" test "$(delta)" -ge 1
+wait_log "$T/agent1.log" "gpu: NVIDIA's runtime" 1 && wait_log "$T/agent1.log" "node ready in" 2
+t_ok "…the agent saw it: a settled node" settled
+t_ok "…resview put its default back: at most one restart more, no loop ($(delta) in all)" test "$(delta)" -le 2
+t_eq "…the running containerd's default is resview" "$(cri_default)" "resview"
+t_contains "…config.json chains to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\", \"containers\": \"gpu\""
+t_contains "…config.toml: the toolkit's entries" "$(cat "$CFG")" "runtimes.nvidia.options]"
+check_pods "resview first, toolkit 1.13 second" yes
+
+# 2b. the toolkit restarted (its pod restarts, rewrites the file, restarts containerd)
+mark
+n=$(log_count "$T/agent1.log" "node ready in")
+$TK setup 1.13 "$CFG"
+wait_log "$T/agent1.log" "node ready in" $((n + 1))
+t_ok "toolkit restarted: a settled node" settled
+t_ok "…one restart by the toolkit, at most one by resview ($(delta) in all)" test "$(delta)" -ge 1 -a "$(delta)" -le 2
+t_eq "…resview the default" "$(cri_default)" "resview"
+# resview's agent restarted (a rollout, an upgrade): nothing restarts containerd
+agent_stop
+mark
+agent_start "$T/agent1b.log"
+wait_log "$T/agent1b.log" "node ready in" 1
+t_ok "resview's agent restarted beside the toolkit: a settled node" settled
+t_eq "…containerd not restarted" "$(delta)" "0"
+t_contains "…it finds NVIDIA's runtime again" "$(cat "$T/agent1b.log")" "gpu: NVIDIA's runtime \`$NVRT\`"
+
+# 2c. the toolkit uninstalled while resview stays
+mark
+$TK cleanup 1.13 "$CFG"
+wait_log "$T/agent1b.log" "gpu: no NVIDIA runtime" 1 && wait_log "$T/agent1b.log" "node ready in" 2
+t_ok "toolkit uninstalled: a settled node" settled
+t_eq "…its own restart only" "$(delta)" "1"
+t_not_contains "…config.json no longer chains" "$(cat "$T/etc/config.json")" "gpu"
+t_contains "…resview's entry is still in config.toml" "$(cat "$CFG")" "runtimes.resview.options]"
+t_eq "…resview still the default" "$(cri_default)" "resview"
+check_pods "toolkit uninstalled" no
+
+# 2d. the toolkit 1.18 (drop-in) installed beside resview
+mark
+$TK setup 1.18 "$CFG"
+t_ok "toolkit 1.18: its drop-in" test -f "$T/ctd/config.d/99-nvidia.toml"
+wait_log "$T/agent1b.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1 && wait_log "$T/agent1b.log" "node ready in" 3
+t_ok "…a settled node" settled
+t_ok "…one restart by the toolkit, at most one by resview (its drop-in, merged after NVIDIA's; $(delta) in all)" \
+    test "$(delta)" -ge 1 -a "$(delta)" -le 2
+t_eq "…resview the default" "$(cri_default)" "resview"
+check_pods "toolkit 1.18 beside resview" yes
+cp "$T/ctd/config.d/99-nvidia.toml" "$T/99-nvidia.before"
+
+# 2e. resview uninstalled while the toolkit stays (its pods deleted first)
+stop_pods
+agent_stop
+mark
+agent_start "$T/agent2.log" RESVIEW_NODE_MODE=uninstall
+wait_log "$T/agent2.log" "uninstalled from containerd\|makes resview containerd's default" 1
+t_ok "resview uninstall: a settled node" settled
+t_ok "…NVIDIA's drop-in byte for byte" cmp "$T/ctd/config.d/99-nvidia.toml" "$T/99-nvidia.before"
+t_ok "…resview's drop-in gone" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
+t_not_contains "…config.toml: no resview entry" "$(cat "$CFG")" "runtimes.resview"
+t_not_contains "…config.toml: resview not the default" "$(cat "$CFG")" "\"resview\""
+t_eq "…the toolkit's default is back" "$(cri_default)" "nvidia"
+t_contains "…NVIDIA's copy of the entry named" "$(cat "$T/agent2.log")" "keeps a \`resview\` runtime entry until the toolkit writes it again"
+wait_log "$T/agent2.log" "nothing of resview is left" 1
+t_eq "…restarts: one (resview's, to take its default out)" "$(delta)" "1"
+agent_stop
+
+# 2f. the toolkit first (1.18: its pod restarted after resview's uninstall,
+# cleanup when it ends, setup when it starts), then resview
+mark
+$TK cleanup 1.18 "$CFG"
+$TK setup 1.18 "$CFG"
+t_eq "toolkit 1.18 restarted: its two restarts" "$(delta)" "2"
+t_not_contains "…its drop-in no longer names resview" "$(cat "$T/ctd/config.d/99-nvidia.toml")" "runtimes.resview"
+mark
+agent_start "$T/agent3.log"
+wait_log "$T/agent3.log" "node ready in" 1
+t_ok "resview second: a settled node" settled
+t_eq "…one restart by resview" "$(delta)" "1"
+t_eq "…resview the default" "$(cri_default)" "resview"
+check_pods "toolkit 1.18 first, resview second" yes
+# the toolkit uninstalled: its drop-in goes, resview's copy of it too
+mark
+$TK cleanup 1.18 "$CFG"
+wait_log "$T/agent3.log" "removed resview's drop-in" 1 && wait_log "$T/agent3.log" "node ready in" 2
+t_ok "toolkit 1.18 uninstalled: a settled node" settled
+t_eq "…its own restart only" "$(delta)" "1"
+t_eq "…resview still the default" "$(cri_default)" "resview"
+check_pods "toolkit 1.18 uninstalled" no
+agent_stop
+
+# 2g. the toolkit 1.13 first, then resview (resview uninstalled first)
+stop_pods
+mark
+agent_start "$T/agent4.log" RESVIEW_NODE_MODE=uninstall
+wait_log "$T/agent4.log" "nothing of resview is left" 1
+agent_stop
+t_eq "resview uninstalled: one restart" "$(delta)" "1"
+t_eq "…the default is runc again" "$(cri_default)" "runc"
+mark
+$TK setup 1.13 "$CFG"
+mark
+agent_start "$T/agent5.log"
+wait_log "$T/agent5.log" "node ready in" 1
+t_ok "toolkit 1.13 first, resview second: a settled node" settled
+t_eq "…one restart by resview" "$(delta)" "1"
+t_eq "…resview the default" "$(cri_default)" "resview"
+t_contains "…chained to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\""
+check_pods "toolkit 1.13 first, resview second" yes
+agent_stop

@@ -1,0 +1,349 @@
+/* GPU nodes: counting GPUs the ways they are handed out, whether a container
+ * asks for one, gpu.* in the configuration, NVIDIA's runtime found in
+ * containerd's files (tests/samples/nvidia: what NVIDIA's toolkit 1.13 and
+ * 1.18 write), and resview's entry through the toolkit's whole-file rewrite. */
+#define _GNU_SOURCE
+#include "resview/config.h"
+#include "resview/engine.h"
+#include "resview/gpus.h"
+#include "resview/node_containerd.h"
+#include "resview/spec.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[256];
+static const char *samples = "tests/samples/nvidia";
+#define OURS "/opt/resview/current/bin/resview-runtime"
+
+static void sh(const char *fmt, const char *a, const char *b)
+{
+    char cmd[2048];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(cmd, sizeof(cmd), fmt, a, b);
+#pragma GCC diagnostic pop
+    if (system(cmd) != 0)
+        abort();
+}
+
+static unsigned count(const char *json, char *why, size_t size)
+{
+    json_error_t je;
+    json_t *spec = json_loads(json, 0, &je);
+    char dev[300];
+    if (!spec) {
+        printf("# bad test json: %s\n", je.text);
+        abort();
+    }
+    snprintf(dev, sizeof(dev), "%s/dev", base);
+    unsigned n = rv_gpus_count(spec, dev, why, size);
+    json_decref(spec);
+    return n;
+}
+
+static bool wanted(const char *json)
+{
+    char why[256];
+    json_t *spec = json_loads(json, 0, NULL);
+    if (!spec)
+        abort();
+    bool w = rv_gpus_wanted(spec, why, sizeof(why));
+    json_decref(spec);
+    return w;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = NULL;
+    if (!f)
+        return NULL;
+    *len = 0;
+    buf = malloc(1 << 20);
+    if (buf)
+        *len = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    if (buf)
+        buf[*len] = '\0';
+    return buf;
+}
+
+static int engine(const char *file, bool set_default, bool uninstall, struct rv_error *err)
+{
+    struct rv_engine_opts o = { .config = file, .runtime_path = OURS, .hook_path = "/opt/resview/current/bin/resview-hook",
+                                .set_default = set_default, .uninstall = uninstall, .containerd_version = 2 };
+    fflush(stdout);
+    int saved = dup(1), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    int rc = rv_engine_apply(&rv_engine_containerd, &o, err);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(null);
+    return rc;
+}
+
+static void test_count(void)
+{
+    char why[256];
+
+    sh("mkdir -p %s/dev && touch %s/dev/nvidia0", base, base);
+    sh("touch %s/dev/nvidia1 %s/dev/nvidia2", base, base);
+    sh("touch %s/dev/nvidia3 %s/dev/nvidiactl", base, base);
+
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0,1\"]}}", why, sizeof(why)) == 2 &&
+       strstr(why, "NVIDIA_VISIBLE_DEVICES"), "indices (%s)", why);
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=GPU-8a1c6f2e-aaaa-bbbb-cccc-000000000001, "
+             "MIG-4f1e3c2a-1111-2222-3333-444444444444,MIG-GPU-8a1c6f2e-aaaa-bbbb-cccc-000000000001/1/0,0:1\"]}}",
+             why, sizeof(why)) == 4, "UUIDs, MIG UUIDs (both forms) and a MIG index: 4 (%s)", why);
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=2,2,,2\"]}}", why, sizeof(why)) == 1,
+       "a device named twice counts once");
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=all\"]}}", why, sizeof(why)) == 4 &&
+       strstr(why, "all"), "all: the host's nvidiaN nodes, not nvidiactl (%s)", why);
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0,void\"]}}", why, sizeof(why)) == 0,
+       "void anywhere in the list: none, as NVIDIA's runtime reads it");
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=none\"]}}", why, sizeof(why)) == 0, "none");
+
+    /* the device plugin's volume-mounts strategy */
+    const char *vm = "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\"]},"
+                     "\"mounts\":[{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/GPU-a\"},"
+                     "{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/GPU-b\"},"
+                     "{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/imex/channel0\"},"
+                     "{\"source\":\"/tmp/x\",\"destination\":\"/var/run/nvidia-container-devices/GPU-c\"},"
+                     "{\"source\":\"proc\",\"destination\":\"/proc\"}]}";
+    ok(count(vm, why, sizeof(why)) == 2 && strstr(why, "volume mounts"),
+       "volume mounts: /dev/null at .../GPU-a and GPU-b; imex channels and other sources are no GPUs (%s)", why);
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\"]},"
+             "\"mounts\":[{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/all\"}]}",
+             why, sizeof(why)) == 4, "volume mount `all`: the host's");
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\"]}}", why,
+             sizeof(why)) == 1, "the directory alone is one entry of the variable (what NVIDIA's runtime would try)");
+
+    /* CDI */
+    ok(count("{\"annotations\":{\"cdi.k8s.io/nvidia-device-plugin_GPU-a\":\"k8s.device-plugin.nvidia.com/gpu=GPU-a\","
+             "\"cdi.k8s.io/other\":\"nvidia.com/gpu=1,vendor.example.com/gpu=0,nvidia.com/nic=0\"},"
+             "\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0,1,2\"]}}", why, sizeof(why)) == 2 &&
+       strstr(why, "CDI"), "CDI annotations win over the variable, NVIDIA's gpu devices only (%s)", why);
+    ok(count("{\"annotations\":{\"cdi.k8s.io/x\":\"nvidia.com/gpu=all\"}}", why, sizeof(why)) == 4,
+       "CDI nvidia.com/gpu=all: the host's");
+    ok(count("{\"annotations\":{\"nvidia.cdi.k8s.io/x\":\"nvidia.com/mig=0:1\"}}", why, sizeof(why)) == 1,
+       "nvidia.cdi.k8s.io/ prefix and a MIG device");
+
+    /* what containerd already put in linux.devices (CRI CDI devices) */
+    const char *nodes = "{\"linux\":{\"devices\":[{\"path\":\"/dev/nvidia2\",\"type\":\"c\",\"major\":195,\"minor\":2},"
+                        "{\"path\":\"/dev/nvidiactl\"},{\"path\":\"/dev/nvidia-uvm\"}]}}";
+    ok(count(nodes, why, sizeof(why)) == 1 && strstr(why, "linux.devices"), "CRI CDI devices: one nvidiaN node (%s)", why);
+    ok(count("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"]},\"linux\":{\"devices\":"
+             "[{\"path\":\"/dev/nvidia0\"},{\"path\":\"/dev/nvidia1\"}]}}", why, sizeof(why)) == 2,
+       "devices already there count even with void");
+    ok(count("{}", why, sizeof(why)) == 0, "nothing asked: 0 (%s)", why);
+}
+
+/* The shim's load: mounts only for the volume-mounts strategy (the cost of a
+ * member is paid on every start). */
+static void test_load(void)
+{
+    struct rv_spec spec;
+    struct rv_error err;
+    char dir[400], why[256], dev[300];
+    const char *vm = "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices\"]},"
+                     "\"mounts\":[{\"source\":\"/dev/null\",\"destination\":\"/var/run/nvidia-container-devices/GPU-a\"}]}";
+
+    snprintf(dir, sizeof(dir), "%s/bundle", base);
+    snprintf(dev, sizeof(dev), "%s/dev", base);
+    sh("mkdir -p %s && printf '{\"mounts\":[{\"destination\":\"/x\"}],\"process\":{\"env\":[]}}' > %s/config.json", dir, dir);
+    ok(rv_spec_load(&spec, dir, &err) == 0 && !json_object_get(spec.root, "mounts"), "a plain spec: mounts not loaded");
+    rv_spec_free(&spec);
+    char path[500];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(vm, f);
+        fclose(f);
+    }
+    ok(rv_spec_load(&spec, dir, &err) == 0 && json_is_array(json_object_get(spec.root, "mounts")) &&
+       rv_gpus_count(spec.root, dev, why, sizeof(why)) == 1, "the volume-mounts strategy: loaded, counted (%s)", why);
+    rv_spec_free(&spec);
+}
+
+static void test_wanted(void)
+{
+    ok(wanted("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0\"]}}"), "NVIDIA_VISIBLE_DEVICES=0 asks");
+    ok(wanted("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=all\"]}}"), "all asks");
+    ok(!wanted("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"]}}"), "void does not");
+    ok(!wanted("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=\"]}}"), "empty does not");
+    ok(!wanted("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=none\"]}}"), "none does not");
+    ok(wanted("{\"process\":{\"env\":[\"CUDA_VERSION=9.0\"]}}"), "a legacy CUDA image asks (all GPUs)");
+    ok(!wanted("{\"process\":{\"env\":[\"CUDA_VERSION=12.2\",\"NVIDIA_REQUIRE_CUDA=cuda>=12.2\"]}}"),
+       "a modern CUDA image without the variable does not");
+    ok(wanted("{\"annotations\":{\"cdi.k8s.io/x\":\"nvidia.com/gpu=0\"}}"), "a CDI annotation asks");
+    ok(wanted("{\"linux\":{\"devices\":[{\"path\":\"/dev/nvidiactl\"}]}}"), "/dev/nvidia* in linux.devices asks");
+    ok(!wanted("{\"process\":{\"env\":[\"PATH=/bin\"]},\"annotations\":{\"a\":\"b\"},\"linux\":{\"devices\":"
+               "[{\"path\":\"/dev/fuse\"}]}}"), "a plain (FUSE) container does not");
+}
+
+static void test_config(void)
+{
+    struct rv_config cfg;
+    struct rv_error err;
+    const char *good = "{\"gpu\":{\"runtime\":\"/usr/local/nvidia/toolkit/nvidia-container-runtime\",\"containers\":\"all\"}}";
+    const char *bad = "{\"gpu\":{\"runtime\":\"nvidia-container-runtime\",\"containers\":\"some\",\"x\":1}}";
+
+    rv_config_defaults(&cfg);
+    ok(rv_config_parse(&cfg, good, strlen(good), &err) == 0 && cfg.n_warnings == 0 &&
+       strcmp(cfg.gpu_runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 && cfg.gpu_all,
+       "gpu.runtime and gpu.containers");
+    rv_config_defaults(&cfg);
+    ok(rv_config_parse(&cfg, bad, strlen(bad), &err) == 0 && cfg.n_warnings == 3 && !cfg.gpu_runtime[0] && !cfg.gpu_all,
+       "a relative runtime, an unknown mode and key: warnings, no GPU runtime (%d)", cfg.n_warnings);
+}
+
+static void test_detect(void)
+{
+    struct rv_node_gpu g;
+    struct rv_error err = { 0 };
+    char path[512], dir[400];
+
+    snprintf(path, sizeof(path), "%s/base.toml", samples);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && !g.runtime[0] && strcmp(g.dflt, "runc") == 0,
+       "no NVIDIA runtime before the toolkit (%s)", err.msg);
+    snprintf(path, sizeof(path), "%s/toolkit-1.13.toml", samples);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 &&
+       strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 &&
+       strcmp(g.entry, "nvidia") == 0 && strcmp(g.dflt, "nvidia") == 0 && !g.cri_from_import,
+       "toolkit 1.13: `nvidia`, the default, in config.toml (%s %s)", g.runtime, err.msg);
+
+    /* 1.18: the drop-in, through the imports line */
+    snprintf(dir, sizeof(dir), "%s/d118", base);
+    sh("mkdir -p %s && cp -r tests/samples/nvidia/toolkit-1.18/. %s/", dir, dir);
+    sh("sed -i 's#/etc/containerd/#%s/#' %s/config.toml", dir, dir);
+    snprintf(path, sizeof(path), "%s/config.toml", dir);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && g.n_imports == 1 && g.cri_from_import &&
+       strstr(g.cri_file, "99-nvidia.toml") &&
+       strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 && strcmp(g.dflt, "nvidia") == 0,
+       "toolkit 1.18: found in the imported drop-in, which holds the CRI table (%s %s)", g.cri_file, err.msg);
+
+    /* a relative, single-quoted import; resview's own drop-in is a copy, not a source */
+    sh("mkdir -p %s/rel/conf.d && printf \"version = 2\\nimports = ['conf.d/*.toml']\\n\" > %s/rel/config.toml", base, base);
+    sh("printf 'version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+       "BinaryName = \"/x/nvidia-container-runtime\"\n' > %s/rel/conf.d/50-a.toml%s", base, "");
+    sh("printf 'version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\ndefault_runtime_name = \"resview\"\n' "
+       "> %s/rel/conf.d/99-zz-resview.toml%s", base, "");
+    snprintf(path, sizeof(path), "%s/rel/config.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && g.n_imports == 2 && strstr(g.cri_file, "50-a.toml") &&
+       strstr(g.own_dropin, "99-zz-resview.toml") && strcmp(g.runtime, "/x/nvidia-container-runtime") == 0 &&
+       !g.dflt[0], "relative import: found; resview's drop-in skipped (%s %s)", g.cri_file, err.msg);
+
+    /* containerd 2.x (config version 3): the CRI runtime plugin's own name */
+    sh("printf 'version = 3\n[plugins.\"io.containerd.cri.v1.runtime\".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+       "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]\n"
+       "BinaryName = \"/usr/local/nvidia/toolkit/nvidia-container-runtime\"\n' > %s/v3.toml%s", base, "");
+    snprintf(path, sizeof(path), "%s/v3.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 &&
+       strcmp(g.dflt, "nvidia") == 0, "config version 3 (containerd 2.x)");
+
+    /* the default runtime named otherwise but running NVIDIA's binary */
+    sh("printf 'version = 2\\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\\ndefault_runtime_name = \"gpu\"\\n"
+       "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.gpu.options]\\nBinaryName = \"/usr/bin/nvidia-container-runtime\"\\n"
+       "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.resview.options]\\nBinaryName = \"%s\"\\n' > %s/named.toml",
+       OURS, base);
+    snprintf(path, sizeof(path), "%s/named.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && strcmp(g.runtime, "/usr/bin/nvidia-container-runtime") == 0 &&
+       strcmp(g.entry, "gpu") == 0, "the default when it runs NVIDIA's binary, whatever its name");
+    sh("printf 'version = 2\\nbad = [\\n' > %s/bad.toml%s", base, "");
+    snprintf(path, sizeof(path), "%s/bad.toml", base);
+    ok(rv_node_gpu_detect(path, OURS, &g, &err) < 0 && strstr(err.msg, "bad.toml"), "a broken file: %s", err.msg);
+
+    /* the agent's config.json */
+    struct rv_node_gpu found = { .runtime = "/usr/local/nvidia/toolkit/nvidia-container-runtime" };
+    struct rv_node_containerd c = { .gpu = &found, .gpu_mode = RV_NODE_GPU_ASKING };
+    char text[8192];
+    ok(rv_node_config_text(&c, "/var/lib/resview/lxcfs", text, sizeof(text)) >= 0 &&
+       strstr(text, "\"gpu\": { \"runtime\": \"/usr/local/nvidia/toolkit/nvidia-container-runtime\", \"containers\": \"gpu\" }") &&
+       rv_node_config_agents(text, strlen(text), "/var/lib/resview/lxcfs"), "config.json with gpu.runtime: %s", text);
+    struct rv_config cfg;
+    rv_config_defaults(&cfg);
+    ok(rv_config_parse(&cfg, text, strlen(text), &err) == 0 && cfg.n_warnings == 0 && cfg.gpu_runtime[0],
+       "the shim reads it without a warning");
+    c.gpu_mode = RV_NODE_GPU_NONE;
+    ok(rv_node_config_text(&c, "/var/lib/resview/lxcfs", text, sizeof(text)) >= 0 && !strstr(text, "gpu") &&
+       rv_node_config_agents(text, strlen(text), "/var/lib/resview/lxcfs"), "mode none: no gpu part");
+    const char *op = "{\"lxcfs\": {\"root\": \"/var/lib/resview/lxcfs\"}, \"gpu\": {\"runtime\": \"/x\"}}";
+    ok(!rv_node_config_agents(op, strlen(op), "/var/lib/resview/lxcfs"), "an operator's file is not the agent's");
+    ok(rv_node_gpu_mode_parse("gpu") == RV_NODE_GPU_ASKING && rv_node_gpu_mode_parse("all") == RV_NODE_GPU_ALL &&
+       rv_node_gpu_mode_parse("none") == RV_NODE_GPU_NONE && rv_node_gpu_mode_parse("some") < 0, "modes");
+}
+
+/* resview first, then toolkit 1.13 rewrites config.toml (markers lost), then
+ * resview again, then each uninstalls. */
+static void test_rewrite(void)
+{
+    char file[400], nv[400];
+    struct rv_error err = { 0 };
+    size_t len, nlen;
+
+    snprintf(file, sizeof(file), "%s/rw/config.toml", base);
+    sh("mkdir -p %s/rw && cp tests/samples/nvidia/base.toml %s/rw/config.toml", base, base);
+    ok(engine(file, true, false, &err) == 0, "resview first (default) (%s)", err.msg);
+    sh("tests/lib/fake-nvidia-toolkit setup 1.13 %s%s", file, "");
+    char *t = slurp(file, &len);
+    ok(t && !strstr(t, "resview-begin") && strstr(t, "runtimes.resview.options]") && strstr(t, "default_runtime_name = \"nvidia\""),
+       "the toolkit rewrote it: our entry without markers, nvidia the default");
+    free(t);
+    ok(engine(file, true, false, &err) == 0, "resview again takes its unmarked entry as its own (%s)", err.msg);
+    t = slurp(file, &len);
+    ok(t && strstr(t, "default_runtime_name = \"resview\"  # resview-was") &&
+       strstr(t, "runtimes.nvidia.options]") && !strstr(t, "resview-begin"),
+       "the default is resview's again (a marked line); no second entry");
+    free(t);
+    ok(engine(file, true, false, &err) == 0, "a third run changes nothing");
+    /* uninstall: the toolkit's entries stay byte for byte */
+    snprintf(nv, sizeof(nv), "%s/rw/nv.toml", base);
+    sh("tests/lib/fake-nvidia-toolkit setup 1.13 %s && cp %s.x /dev/null 2>/dev/null || true", file, file);
+    ok(engine(file, true, false, &err) == 0, "after a second toolkit start (%s)", err.msg);
+    ok(engine(file, false, true, &err) == 0, "resview uninstalls (%s)", err.msg);
+    t = slurp(file, &len);
+    ok(t && !strstr(t, "resview") && strstr(t, "default_runtime_name = \"nvidia\"") && strstr(t, "runtimes.nvidia-legacy.options]"),
+       "no resview left; the toolkit's default and entries are there");
+    /* what the toolkit would write from it is what it has: its entries untouched */
+    FILE *f = fopen(nv, "w");
+    if (f) {
+        fwrite(t, 1, len, f);
+        fclose(f);
+    }
+    free(t);
+    sh("tests/lib/fake-nvidia-toolkit setup 1.13 %s%s", nv, "");
+    char *a = slurp(file, &len), *b = slurp(nv, &nlen);
+    ok(a && b && len == nlen && memcmp(a, b, len) == 0, "the toolkit's own rewrite of it changes nothing: byte for byte its text");
+    free(a);
+    free(b);
+    ok(engine(file, false, false, &err) == 0, "resview installs beside the toolkit (not default)");
+    sh("tests/lib/fake-nvidia-toolkit cleanup 1.13 %s%s", file, "");
+    t = slurp(file, &len);
+    ok(t && !strstr(t, "nvidia") && strstr(t, "runtimes.resview.options]"), "the toolkit uninstalls: resview's entry stays");
+    free(t);
+    ok(engine(file, false, false, &err) == 0 && engine(file, false, true, &err) == 0, "resview takes it out again (%s)", err.msg);
+    t = slurp(file, &len);
+    ok(t && !strstr(t, "resview"), "nothing of either left");
+    free(t);
+}
+
+int main(void)
+{
+    snprintf(base, sizeof(base), "/tmp/resview-unit-gpu.XXXXXX");
+    if (!mkdtemp(base))
+        abort();
+    test_count();
+    test_wanted();
+    test_load();
+    test_config();
+    test_detect();
+    test_rewrite();
+    sh("rm -rf %s%s", base, "");
+    return unit_done();
+}
