@@ -258,9 +258,11 @@ after_case() { # CASE SAME(1: no pod restarted)
 }
 
 # --- 1. first install -------------------------------------------------------------
+t0=$(date +%s%N)
 run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)"
 t_eq "install: agent pod created on the node's one containerd" "$(cat "$T/agent1.err")" ""
 t_ready install agent1 60
+echo "# agent ready $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kubelet stand-in's RunPodSandbox"
 t_eq "install: containerd restarted exactly once" "$(restarts)" "1"
 t_not_contains "install: …outside the agent pod's cgroup" "$(cat "$T/restarts")" "$CG_PARENT/agent1"
 t_eq "install: the agent's pod survived the restart of the containerd that runs it" \
