@@ -169,7 +169,8 @@ static int hook_child(void *arg)
     req->live_dev = job->lx.dev;
     /* never into the namespace where the LXCFS that serves them runs (the
      * pid files only: a container being created holds no LXCFS unless it
-     * joined a namespace that has one) */
+     * joined a namespace that has one; without a scan it allocates nothing,
+     * as this child must not) */
     {
         struct rv_lxcfs_servers srv;
         rv_lxcfs_servers_find(req->lxcfs_root, job->lx.dev, false, &srv);

@@ -372,43 +372,49 @@ int rv_lxcfs_views_in_ns(pid_t pid, char *out, size_t size)
     return mi_foreach(pid, mi_view, &a) < 0 ? -1 : a.n;
 }
 
+#define DETACH_MAX 32
+
 struct detach_job {
-    int n;
+    unsigned n_targets;
+    char targets[DETACH_MAX][PATH_MAX];
+    int n;                     /* out: mounts detached */
     int errnum;
-    char target[PATH_MAX];
+    unsigned failed;           /* out: index of the target that failed */
 };
 
-static bool mi_first_view(const struct mi_line *m, void *arg)
+static bool mi_collect(const struct mi_line *m, void *arg)
 {
     struct detach_job *j = arg;
+
     if (strcmp(m->type, "fuse.lxcfs") != 0 || strcmp(m->root, "/") == 0)
         return true;
-    snprintf(j->target, sizeof(j->target), "%s", m->target);
-    return false;
+    for (unsigned i = 0; i < j->n_targets; i++)
+        if (strcmp(j->targets[i], m->target) == 0)
+            return true;   /* stacked: the child detaches every layer */
+    if (j->n_targets < DETACH_MAX)
+        snprintf(j->targets[j->n_targets++], PATH_MAX, "%s", m->target);
+    return true;
 }
 
-/* In the bounded child (our mount namespace: it shares it, CLONE_FS aside,
- * the namespace is the process's): one view at a time, stacked ones too. */
+/* In the bounded child (our mount namespace): no allocation, no stdio, only
+ * umount2 of what the parent found, every stacked layer of each. */
 static int detach_child(void *arg)
 {
     struct detach_job *j = arg;
 
-    for (int i = 0; i < 64; i++) {
-        j->target[0] = '\0';
-        if (mi_foreach(0, mi_first_view, j) < 0) {
-            j->errnum = errno ? errno : EIO;
-            return 1;
-        }
-        if (!j->target[0])
-            return 0;
-        if (umount2(j->target, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
+    for (unsigned i = 0; i < j->n_targets; i++)
+        for (int layer = 0; layer < 16; layer++) {
+            if (umount2(j->targets[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+                j->n++;
+                continue;
+            }
+            if (errno == EINVAL || errno == ENOENT)
+                break;   /* no mount (left) there */
             j->errnum = errno;
+            j->failed = i;
             return 1;
         }
-        j->n++;
-    }
-    j->errnum = EBUSY;
-    return 1;
+    return 0;
 }
 
 int rv_lxcfs_detach_own_views(struct rv_error *err)
@@ -417,11 +423,13 @@ int rv_lxcfs_detach_own_views(struct rv_error *err)
     struct rv_error e;
     int status, n;
 
-    if (rv_lxcfs_views_in_ns(0, NULL, 0) <= 0)
-        return 0;
     j = rv_shared_alloc(sizeof(*j));
     if (!j)
         return rv_fail(err, errno, "detach LXCFS views from our own mount namespace");
+    if (mi_foreach(0, mi_collect, j) < 0 || j->n_targets == 0) {
+        rv_shared_free(j, sizeof(*j));
+        return 0;
+    }
     if (rv_run_bounded(detach_child, j, 2000, &status, &e) < 0) {
         rv_shared_free(j, sizeof(*j));
         return rv_fail(err, e.errnum, "detach LXCFS views from our own mount namespace: %s", e.msg);
@@ -430,7 +438,7 @@ int rv_lxcfs_detach_own_views(struct rv_error *err)
     if (status != 0) {
         int en = j->errnum;
         char t[PATH_MAX];
-        snprintf(t, sizeof(t), "%s", j->target);
+        snprintf(t, sizeof(t), "%s", j->targets[j->failed]);
         rv_shared_free(j, sizeof(*j));
         return rv_fail(err, en, "detach the LXCFS view on `%s` from our own mount namespace", t);
     }

@@ -175,14 +175,18 @@ static bool owned_by(pid_t pid, uid_t uid)
 enum { LOCATED, NOT_YET, GONE, SELF };
 
 /* Whether the LXCFS serving the views runs in pid's mount namespace (or we
- * cannot tell): then nothing is mounted there; said and counted as refused. */
+ * cannot tell): then nothing is mounted there; said and counted (a user's
+ * record as refused: it is removed). */
 static bool self_served(struct repair_ctx *c, const char *what)
 {
     char why[320];
 
     if (rv_lxcfs_ns_check(&c->servers, c->req.pid, why, sizeof(why)) == 0)
         return false;
-    c->st->refused++;
+    if (c->req.check_owner)
+        c->st->refused++;     /* a user's record: removed, as for every refusal */
+    else
+        c->st->self_served++;
     fprintf(c->out, "refused  %s: %s\n", what, why);
     rv_log(RV_WARN, "repair %s: %s", what, why);
     return true;
@@ -417,8 +421,9 @@ static int repair_user_record(const char *name, uid_t uid, json_t *rec, void *ar
     c->req.owner = uid;
     switch (attach(c, what, &err, &r)) {
     case NOT_YET:
-    case SELF:
         return 0;
+    case SELF:
+        return 1;
     case GONE:
         c->st->dropped++;
         fprintf(c->out, "dropped  %s: gone\n", what);

@@ -26,6 +26,8 @@ struct rv_repair_stats {
     unsigned failed;
     unsigned dropped;         /* records of containers that are gone */
     unsigned refused;         /* users' records that name no container of theirs */
+    unsigned self_served;     /* containers where the LXCFS serving the views runs:
+                                 never attached there (lxcfs.h) */
     unsigned namespaces;      /* mount namespaces read in the --all scan */
 };
 

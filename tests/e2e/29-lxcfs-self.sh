@@ -64,6 +64,7 @@ t_contains "repair: refuses the container in LXCFS's namespace, says why" "$(cat
     "refused  self-1: LXCFS (pid $LXPID)"
 t_eq "repair: …still no view there" "$(views "$SELF")" ""
 t_eq "repair: a refusal is not a failure (exit 0)" "$rc" "0"
+t_contains "repair: …counted apart in the summary" "$(tail -1 "$T/out")" "1 not attached: LXCFS runs there"
 t_ok "repair: the record stays (the container is still there)" test -e "$T/state/containers/self-1/views"
 "$CLI" repair --all >"$T/out" 2>&1
 t_eq "repair --all: still no view in LXCFS's namespace" "$(views "$SELF")" ""

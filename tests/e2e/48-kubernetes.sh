@@ -338,6 +338,8 @@ after_case surge 1
 if [ "${K8S_OPT_OUT:-1}" = 0 ] && [ "$MODE" = default ]; then
     t_contains "surge: resview refused views in the namespace where LXCFS runs, and said why" \
         "$(agent_log agent2; agent_log agent3; agent_log agent3b)" "runs in this mount namespace"
+    t_contains "surge: the second agent, created while the first one's LXCFS was live, had views; it detached them" \
+        "$(agent_log agent3b)" "LXCFS views from the agent's own mount namespace"
 fi
 
 # --- 4c. resview's files gone: the shim passes through --------------------------------
