@@ -9,6 +9,7 @@
 #include "resview/engine.h"
 #include "resview/json.h"
 #include "resview/lxcfs.h"
+#include "resview/repair.h"
 #include "resview/seccomp.h"
 
 #include <dirent.h>
@@ -181,6 +182,32 @@ static void check_lxcfs(struct report *r, const struct rv_config *cfg)
     }
     say(r, "ok", "LXCFS live on `%s`: %u files answer (%s)", cfg->lxcfs_root, lx.n, files);
     check_lxcfs_flags(r, cfg->lxcfs_root);
+}
+
+/* A view whose read hangs is a node-wide fault: a container (an LXCFS
+ * pod's own included) whose views are served from inside itself, or any
+ * view that does not answer within a bound. Reads in bounded children. */
+static void check_views(struct report *r, const struct rv_config *cfg)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+
+    if (!mem) {
+        say(r, "warn", "views: %s", strerror(errno));
+        return;
+    }
+    rv_views_check(cfg, RV_VIEWS_READ_MS, 5000, mem);
+    fclose(mem);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "fault    ", 9) == 0)
+            say(r, "FAIL", "views: %s", line + 9);
+        else if (strncmp(line, "stale    ", 9) == 0)
+            say(r, "warn", "views: %s", line + 9);
+        else
+            say(r, "ok", "%s", line);
+    }
+    free(text);
 }
 
 static void check_kernel(struct report *r)
@@ -399,6 +426,7 @@ int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
     check_config(&r, cfg);
     check_dirs(&r, cfg);
     check_lxcfs(&r, cfg);
+    check_views(&r, cfg);
     check_kernel(&r);
     check_fuse(&r, cfg);
     if (engine)

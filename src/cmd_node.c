@@ -22,12 +22,14 @@
 #include "resview/node.h"
 #include "resview/node_agent.h"
 #include "resview/node_containerd.h"
+#include "resview/repair.h"
 #include "resview/state.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -238,6 +240,50 @@ static unsigned containers_in_use(const struct node *n)
     return count;
 }
 
+/* Whether our own container runs through resview: with resview as
+ * containerd's default runtime, the uninstall agent's own pod (and a Job
+ * running `resview node uninstall`) was created through it, and containerd
+ * runs the runtime binary again to stop it: removing the binaries now would
+ * leave this pod impossible to stop. Our container is the last component of
+ * our cgroup path (cgroupfs: …/POD/ID; systemd: …/cri-containerd-ID.scope);
+ * the runc v2 shim keeps the runtime options of each task, BinaryName
+ * included, in STATE/io.containerd.runtime.v2.task/k8s.io/ID/options.json,
+ * STATE being the directory of the CRI socket. Sets what (for the message). */
+static bool own_container_through_resview(const struct node *n, char *what, size_t size)
+{
+    char line[1024], id[128] = "", path[PATH_MAX], state[PATH_MAX];
+    cleanup_free char *text = NULL;
+    size_t len;
+    bool exists;
+    struct rv_error err;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+
+    while (f && fgets(line, sizeof(line), f)) {
+        char *last = strrchr(line, '/'), *end;
+        if (!last)
+            continue;
+        last++;
+        last[strcspn(last, "\n")] = '\0';
+        if (strncmp(last, "cri-containerd-", 15) == 0)
+            last += 15;
+        if ((end = strstr(last, ".scope")))
+            *end = '\0';
+        if (strlen(last) == 64 && strspn(last, "0123456789abcdef") == 64) {
+            snprintf(id, sizeof(id), "%s", last);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    if (!id[0] || rv_snprintf(state, sizeof(state), "%s", n->ctd.cri_socket) < 0 ||
+        rv_snprintf(path, sizeof(path), "%s/io.containerd.runtime.v2.task/k8s.io/%s/options.json",
+                    dirname(state), id) < 0 ||
+        rv_engine_read(path, &text, &len, &exists, &err) < 0 || !exists)
+        return false;
+    snprintf(what, size, "%s", path);
+    return strstr(text, "resview-runtime") != NULL;
+}
+
 /* Remove the binaries and our configuration file once nothing uses them.
  * *last: the count of containers in use said last time (said again only
  * when it changes). */
@@ -248,9 +294,20 @@ static int uninstall_files(const struct node *n, bool *done, unsigned *last, str
     size_t len;
     bool exists;
     unsigned used = containers_in_use(n), said = *last;
+    char what[PATH_MAX];
 
     *done = false;
     *last = used;
+    if (!used && own_container_through_resview(n, what, sizeof(what))) {
+        if (said != UINT_MAX)
+            rv_node_say("uninstall: this agent's own container runs through resview (`%s`: it was created "
+                        "while resview was containerd's default runtime), and containerd needs the "
+                        "runtime to stop it: binaries stay in `%s`; containerd no longer uses resview for "
+                        "new pods, so once this pod is created again (kubectl -n resview-system rollout "
+                        "restart ds/resview-node) the new one removes them", what, n->prefix);
+        *last = UINT_MAX;
+        return 0;
+    }
     if (used) {
         if (used != said)
             rv_node_say("uninstall: %u container(s) started through resview still exist; binaries stay "
@@ -296,6 +353,17 @@ static int node_ready(const struct node *n)
             snprintf(lx.why, sizeof(lx.why), "%s", err.msg);
         printf("lxcfs:      %s\n", lx.live ? "live" : lx.why);
         ok &= lx.live;
+    }
+    {
+        /* LXCFS runs in this namespace: a view here is a node-wide deadlock */
+        char targets[512];
+        int own = rv_lxcfs_views_in_ns(0, targets, sizeof(targets));
+        if (own > 0)
+            printf("agent:      %d LXCFS view%s in the agent's own mount namespace, where LXCFS runs "
+                   "(%s): its reads of /proc would wait for itself\n", own, own == 1 ? "" : "s", targets);
+        ok &= own <= 0;
+        /* every container's views answer within a bound (a read in a bounded child) */
+        ok &= rv_views_check(n->cfg, RV_VIEWS_READ_MS, 3000, stdout) == 0;
     }
     if (rv_engine_read(n->ctd.config, &text, &len, &exists, &err) < 0)
         r = -1;

@@ -65,6 +65,8 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
            "containers", st.scanned, st.repaired, st.failed, st.healthy, st.dropped);
     if (st.refused)
         printf(", refused %u records of users", st.refused);
+    if (st.self_served)
+        printf(", %u not attached: LXCFS runs there", st.self_served);
     printf("%s", o.all ? ", " : ")\n");
     if (o.all)
         printf("%u mount namespaces read)\n", st.namespaces);

@@ -142,6 +142,8 @@ struct hook_job {
     const char *root_path;      /* handed over by the shim (hook.h); NULL: read the spec */
     volatile bool probing;      /* the child is asking LXCFS, nothing else */
     bool lxcfs_stuck;           /* an earlier probe still waits for LXCFS: do not ask */
+    int self_served;            /* rv_lxcfs_ns_check(): nonzero, no views (self_why) */
+    char self_why[320];
 };
 
 /* In the bounded child: find the live LXCFS files, then inject them. */
@@ -165,6 +167,17 @@ static int hook_child(void *arg)
     if (!job->lx.live)
         return 0;
     req->live_dev = job->lx.dev;
+    /* never into the namespace where the LXCFS that serves them runs (the
+     * pid files only: a container being created holds no LXCFS unless it
+     * joined a namespace that has one; without a scan it allocates nothing,
+     * as this child must not) */
+    {
+        struct rv_lxcfs_servers srv;
+        rv_lxcfs_servers_find(req->lxcfs_root, job->lx.dev, false, &srv);
+        job->self_served = rv_lxcfs_ns_check(&srv, req->pid, job->self_why, sizeof(job->self_why));
+        if (job->self_served)
+            return 0;
+    }
     return rv_inject_run(req) < 0 ? 1 : 0;
 }
 
@@ -208,7 +221,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
         return 0;
     }
-    if (!job->lx.live && !job->req.start_time) {
+    if ((!job->lx.live || job->self_served) && !job->req.start_time) {
         char path[64];
         cleanup_close int piddir = -1;
         snprintf(path, sizeof(path), "/proc/%d", (int)job->req.pid);
@@ -217,6 +230,13 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
             rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
             return 0;
         }
+    }
+    if (job->lx.live && job->self_served) {
+        rv_log(RV_WARN, "LXCFS views: %s", job->self_why);
+        for (unsigned i = 0; i < job->req.n; i++)
+            job->req.views[i].state = RV_VIEW_TODO;
+        record(cfg, id, &job->req, "refused", job->self_why);
+        return 0;
     }
     if (!job->lx.live) {
         rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN,

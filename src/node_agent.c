@@ -124,8 +124,18 @@ static pid_t lxcfs_start(const struct rv_node_children *ch, struct rv_error *err
     long deadline;
     pid_t pid;
 
+    int n;
+
     if (rv_node_lxcfs_clear(ch->lxcfs_dir, err) < 0 || rv_mkdir_p(ch->lxcfs_dir, 0755, err) < 0)
         return -1;
+    /* LXCFS runs in our mount namespace and reads /proc there: views in it
+     * (a pod created through resview before its opt-out, an older agent's)
+     * would have it read through a dead LXCFS, or through itself, and hang */
+    if ((n = rv_lxcfs_detach_own_views(err)) < 0)
+        return -1;
+    if (n > 0)
+        rv_node_say("lxcfs: detached %d LXCFS view%s from the agent's own mount namespace "
+                    "(LXCFS must not read its own views)", n, n == 1 ? "" : "s");
     if (rv_snprintf(pidfile, sizeof(pidfile), "%s.pid", ch->lxcfs_dir) < 0)
         return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
     char *argv[] = { (char *)ch->lxcfs_bin, "-f", "-l", "--enable-cfs", "-p", pidfile,

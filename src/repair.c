@@ -1,6 +1,7 @@
 /* repair.c - re-attach LXCFS views in running containers. */
 #define _GNU_SOURCE
 #include "resview/repair.h"
+#include "resview/bounded.h"
 #include "resview/hook.h"
 #include "resview/inject.h"
 #include "resview/lxcfs.h"
@@ -56,6 +57,7 @@ struct repair_ctx {
     struct rv_repair_stats *st;
     FILE *out;
     struct rv_lxcfs lx;
+    struct rv_lxcfs_servers servers;   /* where the LXCFS serving lx runs: never there */
     struct ns_seen seen;
     struct rv_inject req;     /* reused: large */
     dev_t keep[RV_KEEP_DEVS_MAX];
@@ -170,7 +172,25 @@ static bool owned_by(pid_t pid, uid_t uid)
     return user >= 0 && ioctl(user, NS_GET_OWNER_UID, &owner) == 0 && owner == uid;
 }
 
-enum { LOCATED, NOT_YET, GONE };
+enum { LOCATED, NOT_YET, GONE, SELF };
+
+/* Whether the LXCFS serving the views runs in pid's mount namespace (or we
+ * cannot tell): then nothing is mounted there; said and counted (a user's
+ * record as refused: it is removed). */
+static bool self_served(struct repair_ctx *c, const char *what)
+{
+    char why[320];
+
+    if (rv_lxcfs_ns_check(&c->servers, c->req.pid, why, sizeof(why)) == 0)
+        return false;
+    if (c->req.check_owner)
+        c->st->refused++;     /* a user's record: removed, as for every refusal */
+    else
+        c->st->self_served++;
+    fprintf(c->out, "refused  %s: %s\n", what, why);
+    rv_log(RV_WARN, "repair %s: %s", what, why);
+    return true;
+}
 
 /* A live process of the recorded container, whose identity is its mount
  * namespace and its root: the recorded process if it is still there, else
@@ -263,6 +283,8 @@ static int attach(struct repair_ctx *c, const char *what, struct rv_error *err, 
         if (where != LOCATED)
             return where;
     }
+    if (self_served(c, what))
+        return SELF;
     c->req.key = c->req.want_mntns ? c->req.want_mntns : ns_inode(c->req.pid);
     *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);
     if (!c->req.refused)
@@ -347,6 +369,7 @@ static int repair_record(const char *id, void *arg)
     }
     switch (attach(c, id, &err, &r)) {
     case NOT_YET:
+    case SELF:
         rv_state_ref_close(&ref);
         return 0;
     case GONE: {
@@ -399,6 +422,8 @@ static int repair_user_record(const char *name, uid_t uid, json_t *rec, void *ar
     switch (attach(c, what, &err, &r)) {
     case NOT_YET:
         return 0;
+    case SELF:
+        return 1;
     case GONE:
         c->st->dropped++;
         fprintf(c->out, "dropped  %s: gone\n", what);
@@ -490,8 +515,10 @@ static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir, ino_t ns
     fclose(f);
     if (c->req.n == 0)
         return;
-    c->st->scanned++;
     snprintf(what, sizeof(what), "namespace of pid %d", (int)pid);
+    if (self_served(c, what))
+        return;
+    c->st->scanned++;
     r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, &err);
     if (c->req.gone)
         return;
@@ -555,6 +582,7 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         free(c->seen.ino);
         return rv_fail(err, 0, "LXCFS is not answering: %s", c->lx.why);
     }
+    rv_lxcfs_servers_find(cfg->lxcfs_root, c->lx.dev, true, &c->servers);
     /* one repair at a time (watch, the lxcfs.service drop-in, a person) */
     {
         char lock[PATH_MAX];
@@ -589,4 +617,130 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     free(c->seen.ino);
     free(c->ns_map);
     return 0;
+}
+
+/* --- views that do not answer ------------------------------------------- */
+
+struct check_ctx {
+    const struct rv_config *cfg;
+    const struct rv_lxcfs_servers *servers;
+    int per_read_ms;
+    long deadline;
+    FILE *out;
+    unsigned faults, answered, skipped;
+};
+
+struct read_job {
+    char path[PATH_MAX];
+    int errnum;
+};
+
+/* In the bounded child: one byte of one view, as the container sees it. */
+static int read_child(void *arg)
+{
+    struct read_job *j = arg;
+    char ch;
+    int fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+    if (fd < 0 || read(fd, &ch, 1) < 0) {
+        j->errnum = errno;
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
+static int check_record(const char *id, void *arg)
+{
+    struct check_ctx *k = arg;
+    cleanup_json json_t *rec = NULL;
+    struct rv_error err;
+    json_t *mounted;
+    json_int_t pid, start;
+    const char *view;
+    struct read_job *j;
+    unsigned long long st;
+    char path[64], why[320];
+    int piddir, status, left;
+
+    if (rv_state_read(k->cfg, id, RV_VIEWS_FILE, &rec, &err) < 0)
+        return 0;
+    pid = json_integer_value(json_object_get(rec, "pid"));
+    start = json_integer_value(json_object_get(rec, "start_time"));
+    mounted = json_object_get(rec, "mounted");
+    view = json_string_value(json_array_get(mounted, 0));
+    if (pid <= 0 || pid > INT32_MAX || !view || !rv_lxcfs_is_candidate(view))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (piddir < 0)
+        return 0;
+    if (rv_pid_start_time(piddir, &st) < 0 || st != (unsigned long long)start) {
+        close(piddir);
+        return 0;   /* gone; repair drops the record */
+    }
+    close(piddir);
+    if (rv_lxcfs_ns_check(k->servers, (pid_t)pid, why, sizeof(why)) == 1) {
+        /* read nothing: that read is the one that would hang. The record
+         * may be older than the agent's detaching them: the mount table says */
+        char targets[256];
+        if (rv_lxcfs_views_in_ns((pid_t)pid, targets, sizeof(targets)) > 0) {
+            k->faults++;
+            fprintf(k->out, "fault    %s: LXCFS views (%s) are mounted where %s\n", id, targets, why);
+        }
+        return 0;
+    }
+    left = (int)(k->deadline - rv_now_ms());
+    if (left <= 0) {
+        k->skipped++;
+        return 0;
+    }
+    j = rv_shared_alloc(sizeof(*j));
+    if (!j)
+        return 0;
+    snprintf(j->path, sizeof(j->path), "/proc/%d/root/%s", (int)pid, view);
+    if (rv_run_bounded_key(ns_inode((pid_t)pid) | (1ull << 62), read_child, j,
+                           left < k->per_read_ms ? left : k->per_read_ms, &status, &err) < 0) {
+        k->faults++;
+        fprintf(k->out, "fault    %s: /%s does not answer within %d ms (%s): every reader of it "
+                "in that container hangs\n", id, view, k->per_read_ms, err.msg);
+    } else if (status != 0 && j->errnum == ENOTCONN) {
+        /* answers at once: a reader sees an error, nobody hangs */
+        fprintf(k->out, "stale    %s: /%s: %s (LXCFS gone; `resview repair` once it is back)\n", id,
+                view, strerror(j->errnum));
+    } else {
+        k->answered++;
+    }
+    rv_shared_free(j, sizeof(*j));
+    return 0;
+}
+
+unsigned rv_views_check(const struct rv_config *cfg, int per_read_ms, int budget_ms, FILE *out)
+{
+    struct rv_lxcfs_servers srv;
+    struct check_ctx k = { cfg, &srv, per_read_ms, rv_now_ms() + budget_ms, out, 0, 0, 0 };
+
+    struct rv_lxcfs lx;
+    struct rv_error err;
+
+    /* who serves lxcfs.root (of its device when it answers; reads only procfs) */
+    if (rv_lxcfs_discover(cfg->lxcfs_root, per_read_ms, &lx, &err) < 0)
+        lx.live = false;
+    rv_lxcfs_servers_find(cfg->lxcfs_root, lx.live ? lx.dev : 0, true, &srv);
+    for (unsigned i = 0; i < srv.n; i++) {
+        char targets[512];
+        int n = rv_lxcfs_views_in_ns(srv.s[i].pid, targets, sizeof(targets));
+        if (n > 0) {
+            k.faults++;
+            fprintf(out, "fault    LXCFS pid %d has %d LXCFS view%s in its own mount namespace (%s): "
+                    "its reads of /proc wait for itself, and so does every reader of every view\n",
+                    (int)srv.s[i].pid, n, n == 1 ? "" : "s", targets);
+        }
+    }
+    rv_state_foreach(cfg, check_record, &k);
+    fprintf(out, "views: %u container%s answered, %u fault%s%s\n", k.answered, k.answered == 1 ? "" : "s",
+            k.faults, k.faults == 1 ? "" : "s", k.skipped ? " (some not read: out of time)" : "");
+    return k.faults;
 }

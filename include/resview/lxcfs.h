@@ -45,6 +45,45 @@ void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out);
 int rv_lxcfs_discover(const char *root, int timeout_ms, struct rv_lxcfs *out,
                       struct rv_error *err);
 
+/* Never mount LXCFS views into the mount namespace where the LXCFS process
+ * that serves them runs: its own reads of /proc/meminfo, /proc/stat, ...
+ * would then be FUSE requests to itself, and every one of its threads (and
+ * every reader of every view on the node) would wait forever in D state.
+ *
+ * The serving processes of the LXCFS mount on root (device dev): the pid in
+ * ROOT.pid (how the node agent and the tests run it) and /run/lxcfs.pid
+ * (Debian's and LXCFS's default), each if it is named `lxcfs` (a pid file
+ * of a dead LXCFS may name a reused pid); with scan, also every process named
+ * `lxcfs` whose mount table has a fuse.lxcfs mount of dev (0: any), whatever
+ * pid file it was given. Without scan (the hook, on the start path) it costs
+ * two small reads and a stat. Reads only procfs and the pid files: nothing
+ * through FUSE. */
+#define RV_LXCFS_SERVERS_MAX 16
+struct rv_lxcfs_server {
+    pid_t pid;
+    dev_t ns_dev;              /* its mount namespace (st_dev, st_ino of /proc/PID/ns/mnt) */
+    ino_t ns_ino;
+};
+struct rv_lxcfs_servers {
+    unsigned n;
+    struct rv_lxcfs_server s[RV_LXCFS_SERVERS_MAX];
+};
+void rv_lxcfs_servers_find(const char *root, dev_t dev, bool scan, struct rv_lxcfs_servers *out);
+/* Whether views may be mounted into the mount namespace of pid: 0 yes; 1 no,
+ * a serving LXCFS runs there; -1 no, in doubt (pid's namespace cannot be
+ * read: not allowed, ...). why says which, for the log. A process that is
+ * gone is 0: nothing can be mounted there anyway, and the caller's own check
+ * says it is gone (repair then drops its record). */
+int rv_lxcfs_ns_check(const struct rv_lxcfs_servers *srv, pid_t pid, char *why, size_t size);
+/* LXCFS view mounts (fuse.lxcfs, of a file below its root) in the mount
+ * namespace of pid (0: our own), from its mountinfo: targets joined by ", "
+ * into out (truncated). Returns how many, -1 if the table cannot be read. */
+int rv_lxcfs_views_in_ns(pid_t pid, char *out, size_t size);
+/* Detach (MNT_DETACH) every LXCFS view mounted in our own mount namespace,
+ * in a bounded child: a process about to run LXCFS must not read its own
+ * /proc through one. Returns how many were detached, -1 (err) on failure. */
+int rv_lxcfs_detach_own_views(struct rv_error *err);
+
 /* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
  * boot), read through an open /proc/PID directory; -1 if gone. */
 int rv_pid_start_time(int piddir, unsigned long long *start);

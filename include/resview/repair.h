@@ -26,6 +26,8 @@ struct rv_repair_stats {
     unsigned failed;
     unsigned dropped;         /* records of containers that are gone */
     unsigned refused;         /* users' records that name no container of theirs */
+    unsigned self_served;     /* containers where the LXCFS serving the views runs:
+                                 never attached there (lxcfs.h) */
     unsigned namespaces;      /* mount namespaces read in the --all scan */
 };
 
@@ -33,5 +35,17 @@ struct rv_repair_stats {
  * nothing could be tried (LXCFS not answering, ...). */
 int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
               struct rv_repair_stats *st, FILE *out, struct rv_error *err);
+
+/* A view that does not answer is a node-wide fault: every reader of it hangs.
+ * Looks for (1) LXCFS views mounted in the mount namespace of an LXCFS that
+ * serves lxcfs.root (its reads of /proc would wait for itself: a deadlock of
+ * the whole node), and (2) in every recorded container with views, one read
+ * of one view through /proc/PID/root, in a bounded child (per_read_ms; at most
+ * one child per namespace left behind), for at most budget_ms in all. One
+ * line per fault to out ("fault ..."; "stale ..." for a view that answers
+ * ENOTCONN, not a fault: its readers get an error at once), and a last line saying how many
+ * containers answered. Returns the number of faults. */
+#define RV_VIEWS_READ_MS 1000
+unsigned rv_views_check(const struct rv_config *cfg, int per_read_ms, int budget_ms, FILE *out);
 
 #endif

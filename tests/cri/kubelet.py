@@ -14,7 +14,12 @@ GEN_DIR holds cri_pb2*.py (grpc_tools.protoc of tests/cri/cri.proto).
 SCENARIO_JSON: {"socket", "manifest" (a Pod or DaemonSet YAML), "kustomization"
 (directory: configMapGenerator literals for envFrom, images), "runtimeclasses"
 (YAML of RuntimeClass objects, for runtimeClassName), "node_root" (hostPath
-volumes are taken below it), "env" (overrides of the environment, as an
+volumes are taken below it for the type check, and in the mounts unless
+"mount_root" says otherwise: "" when the containerd runs in the node's own
+root, as a node's containerd does), "pod" (an existing sandbox: only its
+containers are created again, "attempt" of them, as the kubelet does after a
+container died), "image_tag" (a rollout to another tag of the kustomization's
+images), "env" (overrides of the environment, as an
 operator's values would), "name", "uid", "log_dir", "cgroup_parent"}.
 
 Mapping (as the kubelet does it): hostPID -> pid namespace NODE for the sandbox
@@ -124,8 +129,12 @@ def run_pod(sc):
         if "hostPath" in v:
             hostpath_check(sc["node_root"] + v["hostPath"]["path"], v["hostPath"].get("type", ""))
     rt = stub(sc["socket"])
-    pod_id = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod_cfg, runtime_handler=handler),
-                              timeout=60).pod_sandbox_id
+    mount_root = sc.get("mount_root", sc["node_root"])
+    if sc.get("pod"):
+        pod_id = sc["pod"]
+    else:
+        pod_id = rt.RunPodSandbox(pb.RunPodSandboxRequest(config=pod_cfg, runtime_handler=handler),
+                                  timeout=60).pod_sandbox_id
     out = {"pod": pod_id, "containers": {}}
     prop = {None: pb.PROPAGATION_PRIVATE, "None": pb.PROPAGATION_PRIVATE,
             "HostToContainer": pb.PROPAGATION_HOST_TO_CONTAINER, "Bidirectional": pb.PROPAGATION_BIDIRECTIONAL}
@@ -134,7 +143,7 @@ def run_pod(sc):
         for im in images:
             name, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
             if name == im["name"]:
-                image = im.get("newName", name) + ":" + str(im.get("newTag", tag))
+                image = im.get("newName", name) + ":" + str(sc.get("image_tag") or im.get("newTag", tag))
         env = {}
         for ef in c.get("envFrom", []):
             env.update(maps.get(ef["configMapRef"]["name"], {}))
@@ -146,7 +155,7 @@ def run_pod(sc):
             v = volumes[vm["name"]]
             if "hostPath" not in v:
                 die("volume %s: only hostPath volumes are mapped" % vm["name"])
-            mounts.append(pb.Mount(container_path=vm["mountPath"], host_path=sc["node_root"] + v["hostPath"]["path"],
+            mounts.append(pb.Mount(container_path=vm["mountPath"], host_path=mount_root + v["hostPath"]["path"],
                                    readonly=bool(vm.get("readOnly")), propagation=prop[vm.get("mountPropagation")]))
         lim = c.get("resources", {}).get("limits", {})
         res = pb.LinuxContainerResources()
@@ -159,7 +168,7 @@ def run_pod(sc):
             privileged=bool(c.get("securityContext", {}).get("privileged")),
             namespace_options=pb.NamespaceOption(network=pb.NODE, pid=pid_mode))
         cfg = pb.ContainerConfig(
-            metadata=pb.ContainerMetadata(name=c["name"]), image=pb.ImageSpec(image=image),
+            metadata=pb.ContainerMetadata(name=c["name"], attempt=int(sc.get("attempt", 0))), image=pb.ImageSpec(image=image),
             command=c.get("command", []), args=c.get("args", []),
             envs=[pb.KeyValue(key=k, value=v) for k, v in sorted(env.items())],
             mounts=mounts, log_path=c["name"] + ".log",
@@ -168,6 +177,7 @@ def run_pod(sc):
                                  timeout=60).container_id
         rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=60)
         out["containers"][c["name"]] = cid
+        out.setdefault("images", {})[c["name"]] = image
     print(json.dumps(out))
 
 
@@ -197,7 +207,7 @@ def main():
     elif cmd == "status":
         st = stub(a[0]).ContainerStatus(pb.ContainerStatusRequest(container_id=a[1]), timeout=30).status
         print(json.dumps({"state": pb.ContainerState.Name(st.state), "created_at": st.created_at,
-                          "started_at": st.started_at, "exit_code": st.exit_code, "reason": st.reason}))
+                          "started_at": st.started_at, "attempt": st.metadata.attempt, "exit_code": st.exit_code, "reason": st.reason}))
     elif cmd == "stop-pod":
         rt = stub(a[0])
         for cid in a[3:]:

@@ -1,28 +1,32 @@
 #!/bin/bash
-# 48-kubernetes.sh - the DaemonSet of hooks/kubernetes/ on a node, with
-# nothing done by hand. No kubelet exists here: tests/cri/kubelet.py reads the
-# manifests (daemonset.yaml, kustomization.yaml's values and image,
-# runtimeclass.yaml) and makes the CRI calls the kubelet makes for them.
+# 48-kubernetes.sh - the DaemonSet of hooks/kubernetes/ on a node as a node is,
+# with nothing done by hand: ONE containerd. No kubelet exists here: the
+# stand-in (tests/cri/kubelet.py) reads the manifests (daemonset.yaml,
+# kustomization.yaml's values and image, runtimeclass.yaml) and makes the CRI
+# calls the kubelet makes for them, on the containerd that the agent
+# configures and restarts, for the agent's pod and every workload alike. (An
+# earlier version ran the agent on a second containerd that the agent never
+# touched: that hid a node-wide deadlock, issue 21.)
 #
-# Two containerds, as the issue asks:
-#   A  the kubelet's runtime that runs the agent pod (the node image imported
-#      from `make image`); privileged, hostPID, hostPath volumes mapped under
-#      a "node root" $NODE, Bidirectional propagation for real;
-#   B  the node's containerd, the one the agent configures and restarts. It
-#      runs chrooted in $NODE inside a mount namespace of its own ("the
-#      node"), where $NODE/etc/containerd, $NODE/opt/resview, … are at their
-#      real paths, so the paths the agent writes are the paths B and its
-#      shims use. Its config.toml is $NODE/etc/containerd/config.toml.
-# What stands in for systemd: pid 1 of this machine is not systemd (it is the
-# VM's init, whose namespaces even root may not enter), and the host's own
-# containerd must not be touched. The node has an init of its own instead (a
-# process in the node's namespace and root), named to the agent as the host
-# by RESVIEW_NODE_HOST_PID, the one value the test sets beside the manifest's;
-# in the node's PATH, /usr/local/sbin/systemctl is a script that implements
-# `systemctl restart containerd` by stopping B and starting it again, and
-# counts the restarts. The agent runs in the manifest's default restart mode,
-# systemd, and enters the node exactly as it enters pid 1 on a real host
-# (src/hostexec.c: namespaces, root, cgroups).
+# K8S_RUNTIME=default (this file): RESVIEW_NODE_SET_AS_DEFAULT=true, so after
+# the first install every pod, the agent's own included, is created through
+# resview; K8S_RUNTIME=runtimeclass (48-kubernetes-rc.sh): workloads ask for
+# runtimeClassName: resview, the agent runs on runc.
+#
+# The node: a root $NODE and a mount namespace of its own (pid "NODE_INIT",
+# named to the agent as the host by RESVIEW_NODE_HOST_PID), where containerd
+# runs chrooted with its paths at their real places; / is rshared there, as on
+# a systemd host, so the agent's Bidirectional volume works for real. In the
+# node's PATH, systemctl is a script that restarts that containerd.
+#
+# Cases, each with its own lines: first install; the agent killed (restarted
+# in its sandbox); the agent pod deleted and created again (a new sandbox);
+# a rollout to a new image tag (maxUnavailable: 1: old pod deleted, new one
+# created); a node reboot (containerd and every pod again, the LXCFS mount
+# gone, /run empty, every pod re-created, the agent among them); resview's
+# files gone (pods still start); uninstall.
+# After each: every workload reads its views within a bound (ExecSync with a
+# timeout) and, where the case restarts no pod, is the same container.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 PY=/usr/bin/python3   # Debian's grpcio and yaml live there
@@ -30,25 +34,28 @@ K8S=$TOP/hooks/kubernetes
 IMG=resview.test/busybox:1
 NODE=$T/node
 KUBELET="$PY $TOP/tests/cri/kubelet.py $T"
-BSOCK=$NODE/run/containerd/containerd.sock
+SOCK=$NODE/run/containerd/containerd.sock
+MODE=${K8S_RUNTIME:-default}
+# K8S_OPT_OUT=0: the agent's pod template without its opt-out annotations,
+# so that only resview's own rule keeps views out of LXCFS's namespace
+if [ "${K8S_OPT_OUT:-1}" = 0 ]; then
+    mkdir -p "$T/k8s" && cp "$K8S"/*.yaml "$T/k8s/" && K8S=$T/k8s
+    sed -i '/resview.io\/\(lxcfs\|env\): "false"/d' "$K8S/daemonset.yaml"
+    echo "# the agent's pod template without its opt-out annotations"
+fi
+case $MODE in default|runtimeclass) ;; *) echo "not ok - K8S_RUNTIME: default or runtimeclass, not $MODE"; exit 1;; esac
+echo "# runtime: $MODE"
 
-# --- the node image and the kubelet's containerd (A) -------------------------
 make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1 ||
     { echo "not ok - make image"; sed 's/^/#   /' "$T/image.log" | tail -5; exit 1; }
 NODE_IMG=$(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]' \
            < <(tar -xOf "$BUILD/resview-node.tar" index.json))
-mkdir -p "$T/ctd"
-ctd_start "$(ctd_cri_toml "$IMG")" || exit 1
 rv_image_tar "$T/layer.tar"
-$PY "$K8S/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
-ctr --address "$CTD_SOCK" -n k8s.io images import "$T/busybox.tar" >/dev/null 2>&1
-ctr --address "$CTD_SOCK" -n k8s.io images import "$BUILD/resview-node.tar" >/dev/null 2>&1
-t_contains "the node image imports into containerd (ctr images import)" \
-    "$(ctr --address "$CTD_SOCK" -n k8s.io images ls -q)" "$NODE_IMG"
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/busybox.tar" "$IMG" /bin/sleep 2147483647
+cp "$TOP/tests/cri/kubelet.py" "$T/"   # for the kubelet's checks run inside the node (which sees /tmp)
 $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
-t_ok "cri.proto matches the CRI API compiled into containerd" $PY "$TOP/tests/cri/check-proto.py" "$T" "$(command -v containerd)"
 
-# --- the node: its root, its mount namespace, its containerd (B) -------------
+# --- the node ------------------------------------------------------------------
 mkdir -p "$NODE"/{etc/containerd,run,var/lib,var/log,opt,proc,sys,dev,tmp,usr}
 for d in bin sbin lib lib64; do
     if [ -L "/$d" ]; then ln -s "$(readlink "/$d")" "$NODE/$d"; else mkdir -p "$NODE/$d"; fi
@@ -56,23 +63,21 @@ done
 touch "$NODE/.node-root"
 cp /etc/passwd /etc/group /etc/nsswitch.conf /etc/hosts /etc/hostname /etc/resolv.conf "$NODE/etc/" 2>/dev/null
 [ -e /etc/ld.so.cache ] && cp /etc/ld.so.cache "$NODE/etc/"
-# / is a shared mount on a systemd host; the node root is one here
-mount --bind "$NODE" "$NODE" && mount --make-shared "$NODE"
+mount --bind "$NODE" "$NODE" && mount --make-private "$NODE"
 t_cleanup "umount -l '$NODE'"
 binds=""
 for d in usr proc sys dev tmp bin sbin lib lib64; do
     [ -L "/$d" ] || binds="$binds mount --rbind /$d '$NODE/$d';"
 done
-mkdir -p "$T/node-sbin"
+mkdir -p "$T/node-sbin" "$NODE/.oldroot"
 binds="$binds mount --bind '$T/node-sbin' '$NODE/usr/local/sbin';"
-# the node's "init": a process whose mount namespace and root (pivot_root) are the node's
-mkdir -p "$NODE/.oldroot"
 unshare --mount --propagation slave sh -c "$binds cd '$NODE' && pivot_root . .oldroot && umount -l /.oldroot &&
-    exec /bin/sleep 2147483647" &
+    mount --make-rshared / && exec /bin/sleep 2147483647" &
 NODE_INIT=$!
 t_cleanup "kill $NODE_INIT"
 wait_for test -e "/proc/$NODE_INIT/root/.node-root" -a -x "/proc/$NODE_INIT/root/usr/bin/containerd" ||
     { echo "not ok - the node namespace"; exit 1; }
+innode() { nsenter --target "$NODE_INIT" --mount --root --wd "$@"; }
 
 cat >"$NODE/etc/containerd/config.toml" <<EOF
 # the node's containerd (as \`containerd config default\` would have it, trimmed)
@@ -96,7 +101,7 @@ EOF
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
 cat >"$T/node-containerd" <<EOF
 #!/bin/sh
-# start|stop the node's containerd (B), inside the node
+# start|stop the node's containerd
 case \$1 in
 stop)
     p=\$(cat "$T/nodectd.pid" 2>/dev/null) || exit 0
@@ -111,7 +116,7 @@ esac
 EOF
 cat >"$T/node-sbin/systemctl" <<EOF
 #!/bin/sh
-# stands in for systemd's systemctl on the test node (see the top of 48-kubernetes.sh)
+# stands in for systemctl on the test node: restarts the one containerd
 [ "\$*" = "restart containerd" ] || { echo "systemctl (test stand-in): only restart containerd" >&2; exit 1; }
 echo "restart in \$(grep -m1 cpu /proc/self/cgroup), root \$(ls /.node-root)" >>"$T/restarts"
 "$T/node-containerd" stop
@@ -119,70 +124,88 @@ echo "restart in \$(grep -m1 cpu /proc/self/cgroup), root \$(ls /.node-root)" >>
 EOF
 chmod +x "$T/node-containerd" "$T/node-sbin/systemctl"
 : >"$T/restarts"
-bctr() { ctr --address "$BSOCK" "$@"; }
-node_ctd_boot() {
+bctr() { ctr --address "$SOCK" "$@"; }
+node_boot() {
     "$T/node-containerd" start
     wait_for bctr version || { echo "# node containerd did not start:"; tail -5 "$T/nodectd.log"; return 1; }
     bctr -n k8s.io images import "$T/busybox.tar" >/dev/null 2>&1
+    bctr -n k8s.io images import "$BUILD/resview-node.tar" >/dev/null 2>&1
+    bctr -n k8s.io images tag --force "$NODE_IMG" "${NODE_IMG%:*}:0.1.1-rollout" >/dev/null 2>&1
 }
-node_ctd_kill_all() {   # every container of the node's containerd, then containerd
+node_kill_all() {   # every container of the node, then containerd
     local c p
     for c in $(bctr -n k8s.io tasks ls -q 2>/dev/null); do bctr -n k8s.io tasks kill -s KILL "$c" >/dev/null 2>&1; done
     sleep 0.5
     "$T/node-containerd" stop
-    # shims left over: those of the node (their root is the node's), never another containerd's
     for p in $(pgrep -f containerd-shim); do
         [ -e "/proc/$p/root/.node-root" ] && kill -9 "$p" 2>/dev/null
     done
+    # what no runtime could stop (a pod whose runtime binary is gone): the test's own cgroups
+    for p in $(cat $(find "/sys/fs/cgroup/pids$CG_PARENT" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
+        kill -9 "$p" 2>/dev/null
+    done
 }
-t_cleanup "node_ctd_kill_all"
-node_ctd_boot || exit 1
+lxcfs_dev() { awk '$5 == "/var/lib/resview/lxcfs" && / - fuse.lxcfs / {print $3}' "/proc/$NODE_INIT/mountinfo"; }
+fuse_abort() {  # a deadlocked LXCFS: abort its FUSE connection so that its D-state waiters end
+    local d f
+    [ -n "$(lxcfs_dev)" ] || return 0
+    grep -q ' /sys/fs/fuse/connections fusectl ' /proc/self/mounts ||
+        mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+    for d in $(lxcfs_dev); do echo 1 >"/sys/fs/fuse/connections/${d#*:}/abort"; done 2>/dev/null
+    # runc's kill of a pod froze its cgroup around processes that could not stop
+    for f in $(find "/sys/fs/cgroup/freezer$CG_PARENT" -name freezer.state 2>/dev/null); do
+        echo THAWED >"$f" 2>/dev/null
+    done
+}
+t_cleanup "node_kill_all"
+t_cleanup "fuse_abort"
+node_boot || exit 1
 restarts() { wc -l <"$T/restarts"; }
 
-# --- pods as the kubelet runs them --------------------------------------------
-# run_pod NAME SOCKET MANIFEST [ENV_JSON] -> {"pod":…, "containers":{…}} in $T/NAME.json
+# --- pods, as the kubelet runs them -----------------------------------------------
+# run_pod NAME MANIFEST [ENV_JSON] [EXTRA_JSON] -> {"pod":…, "containers":{…}} in $T/NAME.json
 run_pod() {
-    local name=$1 sock=$2 manifest=$3 env=${4:-'{}'}
+    local name=$1 manifest=$2 env=${3:-'{}'} extra=${4:-'{}'}
     mkdir -p "$T/logs/$name"
-    jq -n --arg sock "$sock" --arg m "$manifest" --arg k "$K8S" --arg rc "$K8S/runtimeclass.yaml" \
+    jq -n --arg sock "$SOCK" --arg m "$manifest" --arg k "$K8S" --arg rc "$K8S/runtimeclass.yaml" \
         --arg root "$NODE" --arg name "$name" --arg logs "$T/logs/$name" --arg cg "$CG_PARENT/$name" \
-        --argjson env "$env" \
+        --argjson env "$env" --argjson extra "$extra" \
         '{socket: $sock, manifest: $m, kustomization: $k, runtimeclasses: $rc, node_root: $root,
-          name: $name, uid: ("uid-" + $name), log_dir: $logs, cgroup_parent: $cg, env: $env}' >"$T/$name.scenario"
-    $KUBELET run-pod "$T/$name.scenario" >"$T/$name.json" 2>"$T/$name.err"
+          mount_root: "", name: $name, uid: ("uid-" + $name), log_dir: $logs, cgroup_parent: $cg,
+          env: $env} + $extra' >"$T/$name.scenario"
+    timeout 120 $KUBELET run-pod "$T/$name.scenario" >"$T/$name.json" 2>"$T/$name.err"
 }
 cid() { jq -r ".containers.$2" "$T/$1.json"; }
-pid_of() { jq -r '.pod' "$T/$1.json"; }
-kexec() { local sock=$1 id=$2; shift 2; $KUBELET exec "$sock" "$id" -- "$@"; }
-delete_pod() { # NAME SOCKET GRACE
-    $KUBELET stop-pod "$2" "$(pid_of "$1")" "$3" $(jq -r '.containers[]' "$T/$1.json") 2>>"$T/$1.err"
+pod_of() { jq -r '.pod' "$T/$1.json"; }
+kexec() { local id=$1; shift; timeout 30 $KUBELET exec "$SOCK" "$id" --timeout 5 -- "$@"; }
+delete_pod() { # NAME GRACE
+    timeout 120 $KUBELET stop-pod "$SOCK" "$(pod_of "$1")" "$2" $(jq -r '.containers[]' "$T/$1.json") 2>>"$T/$1.err"
 }
-kill_agent() { # NAME: every process of the agent SIGKILLed at once, LXCFS first (the node's
-    # OOM killer, a forced delete), so LXCFS cannot unmount; then the pod is deleted
-    kill -9 "$(cat "$NODE/var/lib/resview/lxcfs.pid")" \
-        $(cat "/sys/fs/cgroup/pids$CG_PARENT/$1/$(cid "$1" agent)/cgroup.procs") 2>/dev/null
-    delete_pod "$1" "$CTD_SOCK" 0
+agent_env() { # [MODE]
+    jq -n --arg p "$NODE_INIT" --arg d "$([ "$MODE" = default ] && echo true || echo false)" --arg m "${1:-install}" \
+        '{RESVIEW_NODE_HOST_PID: $p, RESVIEW_NODE_SET_AS_DEFAULT: $d, RESVIEW_NODE_MODE: $m}'
 }
-AGENT_ENV="{\"RESVIEW_NODE_HOST_PID\": \"$NODE_INIT\"}"
-agent_log() { cat "$T/logs/$1/agent.log" 2>/dev/null | cut -d' ' -f4-; }
-wait_ready() { # NAME: the readiness probe of the manifest, as the kubelet polls it (up to 120 s)
-    local i
-    for i in $(seq 240); do
-        $KUBELET probe "$CTD_SOCK" "$(cid "$1" agent)" "$K8S/daemonset.yaml" >"$T/$1.probe" 2>&1 && return 0
+agent_pids() { cat "/sys/fs/cgroup/pids$CG_PARENT/$1/$(cid "$1" agent)/cgroup.procs" 2>/dev/null; }
+kill_agent() { # NAME: the agent's container SIGKILLed, LXCFS first (the OOM killer): a dead mount
+    kill -9 "$(cat "$NODE/var/lib/resview/lxcfs.pid")" $(agent_pids "$1") 2>/dev/null
+    sleep 0.3
+}
+agent_log() { cat "$T/logs/$1/agent.log" "$T/logs/$1/agent.log".* 2>/dev/null | cut -d' ' -f4-; }
+wait_ready() { # NAME [SECONDS]: the manifest's readiness probe, as the kubelet polls it
+    local i n=$(( ${2:-60} * 2 ))
+    for i in $(seq "$n"); do
+        timeout 20 $KUBELET probe "$SOCK" "$(cid "$1" agent)" "$K8S/daemonset.yaml" >"$T/$1.probe" 2>&1 && return 0
         sleep 0.5
     done
-    echo "# not ready:"; sed 's/^/#   /' "$T/$1.probe"; agent_log "$1" | tail -15 | sed 's/^/#   log: /'
+    echo "# not ready:"; sed 's/^/#   /' "$T/$1.probe"; agent_log "$1" | tail -8 | sed 's/^/#   log: /'
     return 1
 }
 
 WORKLOAD=$T/workload.yaml
-cat >"$WORKLOAD" <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: work
-spec:
-  runtimeClassName: resview
+{
+    echo "apiVersion: v1"; echo "kind: Pod"; echo "metadata: {name: work}"; echo "spec:"
+    [ "$MODE" = runtimeclass ] && echo "  runtimeClassName: resview"
+    cat <<EOF
   containers:
     - name: main
       image: $IMG
@@ -192,116 +215,199 @@ spec:
           cpu: "1"
           memory: 512Mi
 EOF
-meminfo() { kexec "$BSOCK" "$(cid "$1" main)" grep MemTotal /proc/meminfo 2>&1 | tr -s ' '; }
+} >"$WORKLOAD"
+WORKLOADS=""
+meminfo() { kexec "$(cid "$1" main)" grep MemTotal /proc/meminfo 2>&1 | tr -s ' '; }
 views_ok() { [ "$(meminfo "$1")" = "MemTotal: 524288 kB" ]; }
-wait_views() { local i; for i in $(seq 100); do views_ok "$1" && return 0; sleep 0.1; done; return 1; }
-started() { $KUBELET status "$BSOCK" "$(cid "$1" main)" | jq -r '"\(.state) \(.started_at)"'; }
+# every workload reads its view within a bound (each read an ExecSync of 5 s at most)
+all_views() { # SECONDS
+    local w i end=$(( $(date +%s) + $1 ))
+    for w in $WORKLOADS; do
+        until views_ok "$w"; do
+            [ "$(date +%s)" -lt "$end" ] || { echo "$w: $(meminfo "$w")"; return 1; }
+            sleep 0.2
+        done
+    done
+}
+state() { timeout 30 $KUBELET status "$SOCK" "$(cid "$1" main)" | jq -r '"\(.state) \(.started_at) attempt \(.attempt)"'; }
+snap() { local w; for w in $WORKLOADS; do echo "$w $(cid "$w" main) $(state "$w")"; done; }
+own_views() { # NAME: LXCFS views in the agent's own mount namespace (must be none)
+    local p; p=$(agent_pids "$1" | head -1)
+    [ -n "$p" ] && awk '/ - fuse.lxcfs / && $4 != "/" {print $5}' "/proc/$p/mountinfo"
+}
+# a deadlock takes the node down: say so, end its waiters, stop here
+node_down() { # WHAT
+    echo "# $1: the node is deadlocked; LXCFS's threads:"
+    for p in $(pgrep -x lxcfs); do
+        grep -q "$CG_PARENT/" "/proc/$p/cgroup" 2>/dev/null || continue
+        echo "#   lxcfs $p: $(awk '{print $3}' /proc/$p/stat) $(cat /proc/$p/wchan 2>/dev/null)"
+    done
+    fuse_abort
+    exit 1
+}
+# t_ready CASE NAME SECONDS: the agent ready in time, else the node is down: stop here
+t_ready() {
+    wait_ready "$2" "$3" >"$T/ready.out" 2>&1; local r=$?
+    t_eq "$1: agent ready within $3 s (the manifest's readiness probe)" "$r$(cat "$T/ready.out")" "0"
+    [ "$r" = 0 ] || node_down "$1"
+}
+after_case() { # CASE SAME(1: no pod restarted)
+    t_ok "$1: every workload reads its views within 20 s (ExecSync, 5 s each)" all_views 20
+    [ "$2" = 1 ] && t_eq "$1: no workload restarted (same containers, same start, attempt 0)" "$(snap)" "$SNAP"
+    return 0
+}
 
-# --- 1. install: the agent comes up with nothing done by hand -----------------
+# --- 1. first install -------------------------------------------------------------
 t0=$(date +%s%N)
-run_pod agent1 "$CTD_SOCK" "$K8S/daemonset.yaml" "$AGENT_ENV"
-t_eq "agent pod created from daemonset.yaml (privileged, hostPID, hostPath volumes, Bidirectional)" \
-    "$(cat "$T/agent1.err")" ""
-wait_ready agent1 >"$T/ready.out" 2>&1; r=$?
-t_eq "agent ready (readiness probe of the manifest)" "$r$(cat "$T/ready.out")" "0"
-[ "$r" = 0 ] || exit 1
-echo "# agent ready after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-t_eq "node containerd restarted exactly once" "$(restarts)" "1"
-t_not_contains "the restart ran outside the agent pod's cgroup (containerd must not die with the pod)" \
-    "$(cat "$T/restarts")" "$CG_PARENT/agent1"
-t_contains "…in the node's root (as systemctl runs on the host)" "$(cat "$T/restarts")" "root /.node-root"
-t_contains "config.toml has the resview runtime entry" "$(cat "$NODE/etc/containerd/config.toml")" \
-    'BinaryName = "/opt/resview/current/bin/resview-runtime"'
-t_ok "containerd's original config kept as backup, byte for byte" \
-    cmp "$NODE/etc/containerd/config.toml.resview-backup" "$T/config.toml.orig"
-cur=$(readlink "$NODE/opt/resview/current")
-t_contains "binaries in a versioned directory, /opt/resview/current points to it" "$cur" "versions/0."
-t_ok "resview-runtime and resview-hook installed" test -x "$NODE/opt/resview/current/bin/resview-runtime" -a \
-    -x "$NODE/opt/resview/current/bin/resview-hook"
-t_contains "/etc/resview/config.json names the agent's LXCFS mount" "$(cat "$NODE/etc/resview/config.json")" \
-    '"root": "/var/lib/resview/lxcfs"'
-t_contains "LXCFS (the image's) is mounted on the host below the Bidirectional volume" \
-    "$(grep -F " $NODE/var/lib/resview/lxcfs " /proc/self/mountinfo)" "fuse.lxcfs"
+run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "install: agent pod created on the node's one containerd" "$(cat "$T/agent1.err")" ""
+t_ready install agent1 60
+echo "# agent ready $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kubelet stand-in's RunPodSandbox"
+t_eq "install: containerd restarted exactly once" "$(restarts)" "1"
+t_not_contains "install: …outside the agent pod's cgroup" "$(cat "$T/restarts")" "$CG_PARENT/agent1"
+t_eq "install: the agent's pod survived the restart of the containerd that runs it" \
+    "$(timeout 30 $KUBELET status "$SOCK" "$(cid agent1 agent)" | jq -r .state)" "CONTAINER_RUNNING"
+if [ "$MODE" = default ]; then
+    t_contains "install: resview is containerd's default runtime" \
+        "$(cat "$NODE/etc/containerd/config.toml")" 'default_runtime_name = "resview"'
+fi
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
+for w in w1 w2; do run_pod "$w" "$WORKLOAD"; WORKLOADS="$WORKLOADS $w"; done
+t_eq "install: workloads created" "$(cat "$T/w1.err" "$T/w2.err")" ""
+t_ok "install: every workload reads its views" all_views 20
+t_eq "install: /proc/cpuinfo: 1 processor" "$(kexec "$(cid w1 main)" grep -c ^processor /proc/cpuinfo)" "1"
+t_contains "install: GOMAXPROCS=1" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
+SNAP=$(snap)
 
-# --- 2. a pod with runtimeClassName resview, 1 CPU / 512 MiB -----------------
-run_pod w1 "$BSOCK" "$WORKLOAD"
-t_eq "workload pod (runtimeClassName: resview) created" "$(cat "$T/w1.err")" ""
-run_pod w2 "$BSOCK" "$WORKLOAD"
-t_eq "/proc/meminfo: MemTotal 512 MiB" "$(meminfo w1)" "MemTotal: 524288 kB"
-t_eq "/proc/cpuinfo: 1 processor" "$(kexec "$BSOCK" "$(cid w1 main)" grep -c ^processor /proc/cpuinfo)" "1"
-t_contains "main process has GOMAXPROCS=1" \
-    "$(kexec "$BSOCK" "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
-t_ok "second workload pod sees its view too" views_ok w2
-w1_started=$(started w1); w2_started=$(started w2)
+# --- 2. the agent killed: the kubelet starts its container again, same sandbox -----
+kill_agent agent1
+t_contains "agent killed: LXCFS left a dead mount on the node (as a crashed LXCFS pod does)" \
+    "$(innode /usr/bin/python3 "$T/kubelet.py" "$T" hostpath /var/lib/resview/lxcfs Directory 2>&1)" \
+    "Transport endpoint is not connected"
+t_ok "agent killed: …which is not the pod's volume: the kubelet's check of it passes" \
+    innode /usr/bin/python3 "$T/kubelet.py" "$T" hostpath /var/lib/resview Directory
+t_contains "agent killed: running pods' views are dead meanwhile" "$(meminfo w1)" "Transport endpoint is not connected"
+cp "$T/agent1.json" "$T/agent1.json.first"
+run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)" "{\"pod\": \"$(pod_of agent1)\", \"attempt\": 1}"
+if grep -q "failed to get sandbox container task" "$T/agent1.err"; then
+    # seen once in many runs on a loaded VM: containerd, restarted by the agent, lost the
+    # sandbox's task; the kubelet then kills the pod and creates a new sandbox, and so do we
+    echo "# the agent's sandbox did not survive containerd's restart: $(cat "$T/agent1.err")"
+    bctr -n k8s.io tasks ls 2>&1 | sed 's/^/#   /'
+    cp "$T/agent1.json" "$T/agent1.json.failed"; cp "$T/agent1.json.first" "$T/agent1.json"
+    delete_pod agent1 0; run_pod agent1 "$K8S/daemonset.yaml" "$(agent_env)"
+fi
+t_eq "agent killed: its container created again" "$(cat "$T/agent1.err")" ""
+t_ready "agent killed" agent1 30
+t_contains "agent killed: the new agent detached the dead mount" "$(agent_log agent1)" "detached a mount left on"
+t_eq "agent killed: no LXCFS view in the agent's own mount namespace" "$(own_views agent1)" ""
+after_case "agent killed" 1
+t_eq "agent killed: containerd not restarted again" "$(restarts)" "1"
 
-# --- 3. rollout: the agent pod is killed and re-created (a new LXCFS) ---------
-kill_agent agent1      # LXCFS leaves a dead FUSE mount behind
-out=$($KUBELET hostpath "$NODE/var/lib/resview/lxcfs" Directory 2>&1)
-t_contains "the old LXCFS left a dead mount (as a crashed LXCFS pod does)" "$out" "Transport endpoint is not connected"
-t_contains "running pods' views are dead meanwhile" "$(meminfo w1)" "Transport endpoint is not connected"
-run_pod agent2 "$CTD_SOCK" "$K8S/daemonset.yaml" "$AGENT_ENV"
-t_eq "new agent pod starts: its volume is the parent directory, no ContainerCreating hang" "$(cat "$T/agent2.err")" ""
-t_ok "new agent ready" wait_ready agent2
-t_contains "the new agent detached the dead mount" "$(agent_log agent2)" "detached a mount left on"
-t_eq "node containerd not restarted again" "$(restarts)" "1"
-t_ok "config.toml unchanged by the rollout" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
-t_ok "workload 1 sees its views again (healed by watch)" wait_views w1
-t_ok "workload 2 sees its views again" wait_views w2
-t_eq "workload 1 not restarted (same container, running since the same time)" "$(started w1)" "$w1_started"
-t_eq "workload 2 not restarted" "$(started w2)" "$w2_started"
+# --- 3. the agent pod deleted and created again: a new sandbox ---------------------
+delete_pod agent1 30
+run_pod agent2 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "agent pod re-created: created (through $([ "$MODE" = default ] && echo "resview, the default" || echo runc))" \
+    "$(cat "$T/agent2.err")" ""
+t_ready "agent pod re-created" agent2 30
+t_eq "agent pod re-created: no LXCFS view in the agent's own mount namespace" "$(own_views agent2)" ""
+after_case "agent pod re-created" 1
+t_eq "agent pod re-created: containerd not restarted again" "$(restarts)" "1"
+t_ok "agent pod re-created: config.toml unchanged" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
 
-# --- 4. resview's files gone or disabled: the shim passes through to runc -----
+# --- 4. a rollout to a new image (maxUnavailable: 1: delete, then create) ----------
+t_eq "rollout: the manifest rolls one node at a time" \
+    "$($PY -c 'import sys,yaml; d=[o for o in yaml.safe_load_all(open(sys.argv[1])) if o][0]; print(d["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"])' "$K8S/daemonset.yaml")" "1"
+delete_pod agent2 30
+run_pod agent3 "$K8S/daemonset.yaml" "$(agent_env)" '{"image_tag": "0.1.1-rollout"}'
+t_eq "rollout: the new pod is created from the new image tag" \
+    "$(cat "$T/agent3.err")$(jq -r .images.agent "$T/agent3.json")" \
+    "${NODE_IMG%:*}:0.1.1-rollout"
+t_ready rollout agent3 30
+after_case "rollout" 1
+t_eq "rollout: containerd not restarted" "$(restarts)" "1"
+
+# --- 4b. a surge: a second agent waits on the node lock while the first runs ------
+run_pod agent3b "$K8S/daemonset.yaml" "$(agent_env)"
+for _ in $(seq 50); do agent_log agent3b | grep -q "node.lock" && break; sleep 0.2; done
+t_contains "surge: the second agent waits on the node lock" "$(agent_log agent3b)" "node.lock"
+delete_pod agent3 30
+t_ready surge agent3b 30
+t_eq "surge: no LXCFS view in the new agent's own mount namespace" "$(own_views agent3b)" ""
+after_case surge 1
+if [ "${K8S_OPT_OUT:-1}" = 0 ] && [ "$MODE" = default ]; then
+    t_contains "surge: resview refused views in the namespace where LXCFS runs, and said why" \
+        "$(agent_log agent2; agent_log agent3; agent_log agent3b)" "runs in this mount namespace"
+    t_contains "surge: the second agent, created while the first one's LXCFS was live, had views; it detached them" \
+        "$(agent_log agent3b)" "LXCFS views from the agent's own mount namespace"
+fi
+
+# --- 4c. resview's files gone: the shim passes through --------------------------------
 mv "$NODE/etc/resview/config.json" "$T/config.json.saved"
-run_pod w3 "$BSOCK" "$WORKLOAD"
-t_eq "no /etc/resview/config.json: the pod starts (defaults)" "$(jq -r '.state' < <($KUBELET status "$BSOCK" "$(cid w3 main)"))" "CONTAINER_RUNNING"
+run_pod w3 "$WORKLOAD"
+t_eq "files gone: no /etc/resview/config.json: a pod still starts (defaults)" \
+    "$(cat "$T/w3.err")$(state w3 | cut -d' ' -f1)" "CONTAINER_RUNNING"
 mv "$T/config.json.saved" "$NODE/etc/resview/config.json"
-hook=$NODE/opt/resview/$cur/bin/resview-hook
+hook=$NODE/opt/resview/current/bin/resview-hook
 mv "$hook" "$hook.gone"
-run_pod w4 "$BSOCK" "$WORKLOAD"
-t_eq "resview-hook gone: the pod still starts" "$(cat "$T/w4.err")$(jq -r '.state' < <($KUBELET status "$BSOCK" "$(cid w4 main)" 2>&1))" \
-    "CONTAINER_RUNNING"
-t_contains "the agent reports the missing file (not ready)" \
-    "$($KUBELET probe "$CTD_SOCK" "$(cid agent2 agent)" "$K8S/daemonset.yaml")" "not ready"
+run_pod w4 "$WORKLOAD"
+t_eq "files gone: resview-hook gone: a pod still starts" "$(cat "$T/w4.err")$(state w4 | cut -d' ' -f1)" "CONTAINER_RUNNING"
+t_contains "files gone: the agent reports the missing file (not ready)" \
+    "$(timeout 20 $KUBELET probe "$SOCK" "$(cid agent3b agent)" "$K8S/daemonset.yaml")" "not ready"
 mv "$hook.gone" "$hook"
-delete_pod w3 "$BSOCK" 0; delete_pod w4 "$BSOCK" 0
+delete_pod w3 0; delete_pod w4 0
 
-# --- 5. the node reboots: the LXCFS mount vanishes while pods exist ----------
-kill_agent agent2
-delete_pod w1 "$BSOCK" 0; delete_pod w2 "$BSOCK" 0
-node_ctd_kill_all
-umount -l "$NODE/var/lib/resview/lxcfs"
+# --- 5. the node reboots ------------------------------------------------------------
+node_kill_all
+innode umount -l /var/lib/resview/lxcfs 2>/dev/null
 rm -rf "$NODE/run/resview" "$NODE/run/containerd"   # /run is a tmpfs
-node_ctd_boot || exit 1
-run_pod w5 "$BSOCK" "$WORKLOAD"                 # the kubelet starts pods before the agent runs
-t_eq "after the reboot a pod starts before LXCFS is back (no 'not a directory')" \
-    "$(cat "$T/w5.err")$(jq -r '.state' < <($KUBELET status "$BSOCK" "$(cid w5 main)" 2>&1))" "CONTAINER_RUNNING"
-t_contains "…with the host's /proc/meminfo meanwhile" "$(meminfo w5)" "MemTotal:"
-w5_started=$(started w5)
-restarts_before=$(restarts)
-run_pod agent3 "$CTD_SOCK" "$K8S/daemonset.yaml" "$AGENT_ENV"
-t_ok "agent ready after the reboot" wait_ready agent3
-t_eq "containerd not restarted by the agent after the reboot (it loaded the entry at boot)" \
-    "$(restarts)" "$restarts_before"
-t_ok "the pod started before LXCFS gets its views, without a restart" wait_views w5
-t_eq "…same container, running since the same time" "$(started w5)" "$w5_started"
+restarts >"$T/restarts.before-reboot"
+node_boot || exit 1
+t_eq "reboot: the LXCFS mount is gone" "$(lxcfs_dev)" ""
+# the kubelet removes the sandboxes that did not survive, and starts pods again (before the agent)
+for p in w1 w2 agent3b; do delete_pod "$p" 0; done
+for w in w1 w2; do run_pod "$w" "$WORKLOAD"; done
+t_eq "reboot: workloads re-created before the agent" "$(cat "$T/w1.err" "$T/w2.err")" ""
+run_pod agent4 "$K8S/daemonset.yaml" "$(agent_env)"
+t_eq "reboot: the agent's pod re-created$([ "$MODE" = default ] && echo " through resview")" "$(cat "$T/agent4.err")" ""
+t_ready reboot agent4 30
+t_eq "reboot: containerd not restarted (it loaded the entry at boot)" "$(restarts)" "$(cat "$T/restarts.before-reboot")"
+SNAP=$(snap)
+after_case "reboot" 0
+t_eq "reboot: workloads got their views without a restart" "$(snap)" "$SNAP"
 
-# --- 6. uninstall: an explicit step -------------------------------------------
-delete_pod agent3 "$CTD_SOCK" 30    # graceful: SIGTERM, and nothing on the node changes
+# --- 6. uninstall ---------------------------------------------------------------------
+delete_pod agent4 30    # graceful: SIGTERM, and nothing on the node changes
 t_ok "pod termination changes nothing: config.toml" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
 t_ok "pod termination changes nothing: binaries" test -x "$NODE/opt/resview/current/bin/resview-runtime"
-run_pod agent4 "$CTD_SOCK" "$K8S/daemonset.yaml" \
-    "{\"RESVIEW_NODE_HOST_PID\": \"$NODE_INIT\", \"RESVIEW_NODE_MODE\": \"uninstall\"}"
-t_ok "uninstall agent ready" wait_ready agent4
-t_ok "containerd's config.toml restored byte for byte" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
-t_eq "containerd restarted once for the uninstall" "$(restarts)" "$((restarts_before + 1))"
-t_ok "binaries stay while a container started through resview exists" \
-    test -x "$NODE/opt/resview/current/bin/resview-runtime"
-t_ok "that container keeps its views" views_ok w5
-delete_pod w5 "$BSOCK" 0
-for _ in $(seq 300); do agent_log agent4 | grep -q "uninstall: done" && break; sleep 0.1; done
-t_contains "once no container uses them, the binaries are removed" "$(agent_log agent4)" "uninstall: done"
-t_ok "…/opt/resview is empty" test -z "$(ls -A "$NODE/opt/resview")"
-t_ok "…and /etc/resview/config.json, which the agent wrote, is gone" test ! -e "$NODE/etc/resview/config.json"
-t_ok "…and the LXCFS mount point and its pid file" test -z "$(ls -A "$NODE/var/lib/resview")"
-delete_pod agent4 "$CTD_SOCK" 30
+run_pod agent5 "$K8S/daemonset.yaml" "$(agent_env uninstall)"
+t_ready "uninstall (containerd runs without resview)" agent5 60
+t_ok "uninstall: config.toml restored byte for byte" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
+t_eq "uninstall: containerd restarted once" "$(restarts)" "$(( $(cat "$T/restarts.before-reboot") + 1 ))"
+after_case "uninstall" 1
+for w in w1 w2; do delete_pod "$w" 0; done
+WORKLOADS=""
+last=agent5
+if [ "$MODE" = default ]; then
+    # created while resview was still the default: containerd needs resview's runtime to stop it
+    # (without the opt-out the agent's own records say so, before the runtime's options do)
+    why="own container runs through resview|container\(s\) started through resview still exist"
+    for _ in $(seq 50); do agent_log agent5 | grep -qE "$why" && break; sleep 0.2; done
+    t_ok "uninstall: the agent's own pod runs through resview, so the binaries stay (said why)" \
+        grep -qE "$why" <(agent_log agent5)
+    t_ok "uninstall: …/opt/resview is still there" test -x "$NODE/opt/resview/current/bin/resview-runtime"
+    : >"$T/agent5.err"
+    delete_pod agent5 30
+    t_eq "uninstall: that pod can be stopped and removed (its runtime is there)" "$(cat "$T/agent5.err")" ""
+    run_pod agent6 "$K8S/daemonset.yaml" "$(agent_env uninstall)"   # rollout restart: now on runc
+    t_ready "uninstall, pod created again" agent6 60
+    last=agent6
+fi
+for _ in $(seq 100); do agent_log $last | grep -q "uninstall: done" && break; sleep 0.2; done
+t_contains "uninstall: once no workload uses them, the binaries are removed" "$(agent_log $last)" "uninstall: done"
+t_ok "uninstall: /opt/resview is empty" test -z "$(ls -A "$NODE/opt/resview")"
+t_ok "uninstall: …and /etc/resview/config.json, which the agent wrote, is gone" test ! -e "$NODE/etc/resview/config.json"
+t_ok "uninstall: …and the LXCFS mount point and its pid file" test -z "$(ls -A "$NODE/var/lib/resview")"
+: >"$T/$last.err"
+delete_pod $last 30
+t_eq "uninstall: the last agent pod is removed without error" "$(cat "$T/$last.err")" ""

@@ -38,6 +38,31 @@ int main(void)
     ok(!rv_lxcfs_is_candidate("proc/../proc/meminfo"), "no path games");
     ok(rv_lxcfs_ncandidates == 12, "twelve candidates");
 
+    /* where the serving LXCFS runs, no views go: the namespace check */
+    {
+        struct rv_lxcfs_servers srv;
+        struct stat ns;
+        char why[320];
+        memset(&srv, 0, sizeof(srv));
+        ok(rv_lxcfs_ns_check(&srv, getpid(), why, sizeof(why)) == 0, "no LXCFS found: views allowed");
+        ok(stat("/proc/self/ns/mnt", &ns) == 0, "our mount namespace");
+        srv.n = 1;
+        srv.s[0] = (struct rv_lxcfs_server){ 4242, ns.st_dev, ns.st_ino };
+        ok(rv_lxcfs_ns_check(&srv, getpid(), why, sizeof(why)) == 1 && strstr(why, "pid 4242") &&
+               strstr(why, "wait for itself"),
+           "LXCFS in the target's namespace: refused, says which (%s)", why);
+        srv.s[0].ns_ino++;
+        ok(rv_lxcfs_ns_check(&srv, getpid(), why, sizeof(why)) == 0, "LXCFS in another namespace: allowed");
+        ok(rv_lxcfs_ns_check(&srv, 0x7ffffff0, why, sizeof(why)) == 0,
+           "target gone: 0 (the injector says it is gone; repair drops the record)");
+        /* a process named otherwise is never taken for LXCFS, pid file or not */
+        rv_lxcfs_servers_find("/nonexistent/resview/lxcfs", 0, true, &srv);
+        for (unsigned i = 0; i < srv.n; i++)
+            ok(srv.s[i].pid != getpid(), "this test is not LXCFS");
+        ok(rv_lxcfs_views_in_ns(0, why, sizeof(why)) >= 0, "our mount table reads (%s)", why);
+        ok(rv_lxcfs_views_in_ns(0x7ffffff0, why, sizeof(why)) == -1, "a missing process: -1");
+    }
+
     /* a plain directory with the files is not LXCFS */
     ok(mkdtemp(dir) != NULL, "temp dir");
     {
