@@ -269,10 +269,11 @@ int rv_mountinfo_find(const char *text, int id, char *fstype, size_t fstype_size
     return -ENOENT;
 }
 
-/* "/a/b": absolute, no "." or ".." component, no "//". */
+/* "/a/b": absolute, no "." or ".." component, no "//", no trailing "/" but
+ * for "/" itself. */
 static bool canonical(const char *p, size_t n)
 {
-    if (n == 0 || p[0] != '/')
+    if (n == 0 || p[0] != '/' || (n > 1 && p[n - 1] == '/'))
         return false;
     for (size_t i = 0; i < n; i++)
         if (p[i] == '/' && i + 1 < n &&

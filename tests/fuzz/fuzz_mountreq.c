@@ -88,6 +88,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(r == 0 || r == -ENOENT || r == -EINVAL, "mountinfo: answer %d", r);
     if (r == 0)
         FUZZ_CHECK(FUZZ_TERMINATED(fstype) && *fstype && !strchr(fstype, ' '), "mountinfo: type");
+    {
+        /* the cgroups a broker worker joins: always under the root, never
+         * with a ".." or "//" taken from the text */
+        static char cg[2][4096];
+        r = rv_mountreq_cgroups(text, "/sys/fs/cgroup", data[0] & 2, cg);
+        FUZZ_CHECK(r == 0 || r == -EINVAL, "cgroups: answer %d", r);
+        for (int i = 0; r == 0 && i < 2; i++)
+            FUZZ_CHECK(!cg[i][0] || (strncmp(cg[i], "/sys/fs/cgroup/", 15) == 0 &&
+                                     !strstr(cg[i], "/../") && !strstr(cg[i], "//") &&
+                                     !strchr(cg[i], '\n') &&
+                                     strcmp(cg[i] + strlen(cg[i]) - 13, "/cgroup.procs") == 0),
+                       "cgroups: %s", cg[i]);
+    }
     free(text);
     return 0;
 }

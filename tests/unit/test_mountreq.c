@@ -188,7 +188,8 @@ int main(void)
         ok(rv_mountreq_cgroups("4:memory:/a/../../etc\n", "/sys/fs/cgroup", false, cg) < 0 &&
            rv_mountreq_cgroups("4:memory:relative\n", "/sys/fs/cgroup", false, cg) < 0 &&
            rv_mountreq_cgroups("4:memory:/a//b\n", "/sys/fs/cgroup", false, cg) < 0 &&
-           rv_mountreq_cgroups("4:memory:/a/.\n", "/sys/fs/cgroup", false, cg) < 0,
+           rv_mountreq_cgroups("4:memory:/a/.\n", "/sys/fs/cgroup", false, cg) < 0 &&
+           rv_mountreq_cgroups("0::/::/\n", "/sys/fs/cgroup", true, cg) < 0,
            "a path that is not canonical is refused");
         ok(rv_mountreq_cgroups("4:memoryx,pid:/a\n5:xpids:/b\n", "/sys/fs/cgroup", false, cg) < 0,
            "controller names match whole");
