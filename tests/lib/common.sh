@@ -38,6 +38,16 @@ _t_exit() {
         done
     done
     grep -F " $T/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+    # processes left in the test's own cgroups (a container whose runtime or
+    # shim is gone): thawed and killed, so that nothing outlives the test
+    local left
+    left=$(find /sys/fs/cgroup/*/resview-test/"$(basename "$T")" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    if [ -n "$left" ]; then
+        find /sys/fs/cgroup/freezer/resview-test/"$(basename "$T")" -name freezer.state \
+            -exec sh -c 'for f; do echo THAWED >"$f"; done' _ {} + 2>/dev/null
+        kill -9 $left 2>/dev/null
+        sleep 0.3
+    fi
     for c in /sys/fs/cgroup/*/resview-test /sys/fs/cgroup/resview-test; do
         [ -d "$c/$(basename "$T")" ] || continue
         find "$c/$(basename "$T")" -depth -type d -exec rmdir {} + 2>/dev/null
