@@ -633,7 +633,7 @@ static void exit_report(void)
     unsigned blocked = blocked_workers();
     char line[256];
 
-    abort_connections();
+    abort_connections();   /* again: a mount may have been made after init exited */
     rv_log(B.aborted || blocked ? RV_WARN : RV_INFO,
            "fuse broker: container gone, exiting: %zu FUSE mounts of its own were left (their "
            "connections aborted), %u with requests still waiting, %u workers were blocked in "
@@ -654,7 +654,6 @@ static int loop(void)
 {
     struct pollfd pfd[4 + MAX_CONNS + MAX_WORKERS + MAX_NOTIFY];
     int conn_at, worker_at, notify_at, n, timeout, polled_notify;
-    bool had_worker;
 
     for (;;) {
         if (container_gone()) {
@@ -684,7 +683,6 @@ static int loop(void)
                   : B.worker >= 0 || (B.init_pid > 0 && !B.ended) ? STUCK_MS / 2
                                                                     : -1;
         polled_notify = B.n_notify;
-        had_worker = B.worker >= 0;
         int r = poll(pfd, (nfds_t)n, timeout);
         if (r < 0 && errno == EINTR)
             continue;
@@ -716,7 +714,8 @@ static int loop(void)
             if (pfd[worker_at + i].revents)
                 worker_reap(i);
         for (int i = polled_notify - 1; i >= 0; i--) {
-            if (pfd[notify_at + i].revents & POLLIN && !had_worker && B.worker < 0)
+            /* POLLIN was asked for only without a worker; one may have started since */
+            if (pfd[notify_at + i].revents & POLLIN && B.worker < 0)
                 answer_saturated(B.notify[i]);
             else if (pfd[notify_at + i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
                 close(B.notify[i]);
