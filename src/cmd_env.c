@@ -1,5 +1,6 @@
 /* cmd_env.c - `resview env`: what a container would get, and which limit won. */
 #define _GNU_SOURCE
+#include "resview/args.h"
 #include "resview/cli.h"
 #include "resview/edit.h"
 #include "resview/gpus.h"
@@ -12,7 +13,7 @@
 
 int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
 {
-    const char *bundle = NULL, *file = NULL;
+    const char *bundle = NULL, *file = NULL, *runtime = "runc";
     bool systemd = false;
     struct rv_spec spec;
     struct rv_error err;
@@ -33,8 +34,13 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
             file = argv[i] + 7;
         else if (strcmp(argv[i], "--systemd-cgroup") == 0)
             systemd = true;
+        else if (strcmp(argv[i], "--runtime") == 0 && i + 1 < argc)
+            runtime = argv[++i];
+        else if (strncmp(argv[i], "--runtime=", 10) == 0)
+            runtime = argv[i] + 10;
         else {
-            fprintf(stderr, "usage: resview env --bundle DIR | --spec FILE [--systemd-cgroup]\n");
+            fprintf(stderr, "usage: resview env --bundle DIR | --spec FILE [--systemd-cgroup] "
+                            "[--runtime runc|crun]\n");
             return 2;
         }
     }
@@ -56,6 +62,8 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
         return 1;
     }
     rv_host_defaults(&host);
+    /* a relative or empty cgroupsPath is placed by the runtime's own rule */
+    host.cg_rule = rv_args_dialect(runtime) == RV_DIALECT_CRUN ? RV_CG_CRUN : RV_CG_RUNC;
     r = rv_spec_request(spec.root, RV_ANN_ENV, "RESVIEW_ENV", &err);
     if (r == -2 || !(env = rv_spec_env(spec.root, &err)) ||
         rv_limits_compute(spec.root, &host, cfg->rounding, systemd, &lim, &err) < 0) {

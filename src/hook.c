@@ -399,6 +399,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
         spec = json_pack("{s:{s:O}}", "process", "env", have);
         rv_host_defaults(&host);
         snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%u/cgroup", (unsigned)pid);
+        host.cg_rule = RV_CG_OWN;
         if (!spec || rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0 ||
             (rv_env_plan(cfg, &lim, have, &plan), rv_enroot_append(environ_file, &plan, have, &added, &err)) < 0) {
             rv_log(RV_ERROR, "--enroot: variables: %s", spec ? err.msg : "out of memory");

@@ -20,6 +20,7 @@ void rv_host_defaults(struct rv_host *h)
 {
     strcpy(h->cgroup_root, "/sys/fs/cgroup");
     strcpy(h->self_cgroup, "/proc/self/cgroup");
+    h->cg_rule = RV_CG_RUNC;
     strcpy(h->cpu_online, "/sys/devices/system/cpu/online");
     strcpy(h->dev_dir, "/dev");
 }
@@ -126,11 +127,12 @@ static void self_cgroup(const char *file, const char *ctrl, char *out, size_t si
     }
 }
 
-int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, char *out,
-                   size_t size, struct rv_error *err)
+int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, enum rv_cg_rule rule,
+                   bool systemd, char *out, size_t size, struct rv_error *err)
 {
     const char *c1 = strchr(cp, ':');
     const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    char self[PATH_MAX] = "";  /* the root */
 
     /* the form alone is unambiguous: slice:prefix:name */
     if (c2 && !strchr(c2 + 1, ':') && cp[0] != '/') {
@@ -157,12 +159,19 @@ int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, char
     }
     if (cp[0] == '/')
         return rv_snprintf(out, size, "%s", cp) < 0 ? rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath") : 0;
-    {
-        char self[PATH_MAX];
+    if (!*cp && systemd && rule != RV_CG_OWN)
+        /* runc-ID.scope, crun-ID.scope: both in system.slice */
+        return rv_snprintf(out, size, "/system.slice") < 0 ? rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath") : 0;
+    if (rule != RV_CG_CRUN) {
         self_cgroup(self_file, ctrl, self, sizeof(self));
-        if (rv_snprintf(out, size, "%s%s%s", self, *cp ? "/" : "", cp) < 0)
-            return rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath");
+        /* runc on v2 takes the parent: our own cgroup has processes, so
+         * its children could not have controllers */
+        char *slash = rule == RV_CG_RUNC && !ctrl ? strrchr(self, '/') : NULL;
+        if (slash)
+            *slash = '\0';
     }
+    if (rv_snprintf(out, size, "%s%s%s", self, *cp ? "/" : "", cp) < 0)
+        return rv_fail(err, ENAMETOOLONG, "linux.cgroupsPath");
     return 0;
 }
 
@@ -247,10 +256,11 @@ static bool has_dotdot(const char *p)
 
 /* The container's cgroup in one hierarchy (ctrl: a v1 controller; NULL: the
  * unified one) and the prefix lengths of its ancestors, root first. */
-static int controller_cgroup(const char *cp, const char *ctrl, const struct rv_host *h, char *cg,
-                             size_t size, size_t *lens, int max, int *nanc, struct rv_error *err)
+static int controller_cgroup(const char *cp, const char *ctrl, const struct rv_host *h, bool systemd,
+                             char *cg, size_t size, size_t *lens, int max, int *nanc,
+                             struct rv_error *err)
 {
-    if (rv_cgroup_path(cp, ctrl, h->self_cgroup, cg, size, err) < 0)
+    if (rv_cgroup_path(cp, ctrl, h->self_cgroup, h->cg_rule, systemd, cg, size, err) < 0)
         return -1;
     *nanc = ancestors(cg, lens, max);
     return 0;
@@ -292,7 +302,6 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     bool found, v2;
     struct stat st;
 
-    (void)systemd_hint; /* cgroupsPath's form alone tells (slice:prefix:name) */
     memset(out, 0, sizeof(*out));
     if (res && !json_is_object(res))
         return rv_fail(err, 0, "config.json: linux.resources: expected an object");
@@ -351,7 +360,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     v2 = stat(path, &st) == 0;
 
     if (controller_dir(h, v2, cpu_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "cpu", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+        if (controller_cgroup(cp, v2 ? NULL : "cpu", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
             return -1;
         for (int i = 0; i < nanc; i++) {
             uint64_t q, p;
@@ -379,7 +388,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     }
 
     if (controller_dir(h, v2, cpuset_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "cpuset", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+        if (controller_cgroup(cp, v2 ? NULL : "cpuset", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
             return -1;
         for (int i = 0; i < nanc; i++) {
             const char *files[] = { v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
@@ -398,7 +407,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     }
 
     if (controller_dir(h, v2, mem_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "memory", h, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+        if (controller_cgroup(cp, v2 ? NULL : "memory", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
             return -1;
         for (int i = 0; i < nanc; i++) {
             uint64_t m;

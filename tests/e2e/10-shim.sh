@@ -27,10 +27,7 @@ t_contains "other variables still injected" "$out" "OMP_NUM_THREADS=2"
 # a parent cgroup limited to 1 CPU (a Kubernetes pod, a Slurm job) limits a
 # container that has no quota of its own (cgroup v1 refuses a child quota above
 # its parent's); its 256 MiB beats the container's own 512 MiB
-for c in cpu memory; do mkdir -p "/sys/fs/cgroup/$c$CG_PARENT/pod1"; done
-echo 100000 >"/sys/fs/cgroup/cpu$CG_PARENT/pod1/cpu.cfs_period_us"
-echo 100000 >"/sys/fs/cgroup/cpu$CG_PARENT/pod1/cpu.cfs_quota_us"
-echo $((256 << 20)) >"/sys/fs/cgroup/memory$CG_PARENT/pod1/memory.limit_in_bytes"
+cg_limit "$CG_PARENT/pod1" 100000 $((256 << 20))
 for rt in runc crun; do
     rv_bundle "$T/b-pod-$rt" ".linux.resources.memory = {\"limit\": 536870912} | .linux.cgroupsPath = \"$CG_PARENT/pod1/c-$rt\""
     out=$(run_shim $rt "pod-$rt" "$T/b-pod-$rt")
@@ -38,7 +35,39 @@ for rt in runc crun; do
     t_contains "$rt: parent's 256 MiB beats the container's 512" "$out" "SLURM_MEM_PER_NODE=256"
 done
 why=$("$CLI" env --bundle "$T/b-pod-runc")
-t_contains "resview env names the ancestor that won" "$why" "$CG_PARENT/pod1/cpu.cfs_quota_us"
+t_contains "resview env names the ancestor that won" "$why" "$CG_PARENT/pod1/cpu.$(cg_is_v2 && echo max || echo cfs_quota_us)"
+
+# a relative or empty cgroupsPath is placed by the next runtime's own rule
+# (runc: below its own cgroup on v1, below that cgroup's parent on v2; crun:
+# below the root; empty: runc's per-container cgroup there, crun the root
+# itself). The runtime runs in .../rel-RT/runner, and rel-RT is limited to
+# 1 CPU and 256 MiB: resview counts that limit exactly for the containers
+# that land below rel-RT, which each reads from its own /proc/self/cgroup.
+if cg_is_v2; then own_cg() { sed -n 's/^0:://p'; }; else own_cg() { sed -n 's/^[0-9]*:memory://p'; }; fi
+for case in "runc c-runc yes" "runc - yes" "crun ${CG_PARENT#/}/rel-crun/c-crun yes" \
+            "crun ${CG_PARENT#/}/c-crun no" "crun - no"; do
+    read -r rt cp limited <<<"$case"
+    [ "$cp" = - ] && cp=""
+    # crun on v1 cannot run a container in the root (it writes the root's cpuset.cpus)
+    [ "$rt$cp" = crun ] && ! cg_is_v2 && continue
+    cg_limit "$CG_PARENT/rel-$rt" 100000 $((256 << 20))
+    cg_limit "$CG_PARENT/rel-$rt/runner" "" ""
+    T_CASE=$((${T_CASE:-0} + 1))
+    rv_bundle "$T/b-rel$T_CASE" ".linux.cgroupsPath = \"$cp\" | .linux.namespaces |= map(select(.type != \"cgroup\"))
+        | .process.args = [\"/bin/sh\", \"-c\", \"env; cat /proc/self/cgroup\"]"
+    out=$(cg_enter "$CG_PARENT/rel-$rt/runner"; run_shim "$rt" "rel$T_CASE" "$T/b-rel$T_CASE" 2>&1)
+    where=$(own_cg <<<"$out")
+    if [ "$limited" = yes ]; then
+        t_contains "$rt, cgroupsPath '$cp': the container is in the limited pod" "$where" "$CG_PARENT/rel-$rt/"
+        t_contains "... and sees GOMAXPROCS=1" "$out" "GOMAXPROCS=1"
+        t_contains "... and SLURM_MEM_PER_NODE=256" "$out" "SLURM_MEM_PER_NODE=256"
+    else
+        t_not_contains "$rt, cgroupsPath '$cp': the container is not in the pod ($where)" "$where" "/rel-$rt"
+        t_contains "... and sees the host's $(nproc) CPUs" "$out" "GOMAXPROCS=$(nproc)"
+        t_not_contains "... and no memory limit" "$out" "SLURM_MEM_PER_NODE="
+    fi
+done
+"$CRUN_V1" --root "$T/crun-root" delete -f rel$T_CASE >/dev/null 2>&1
 
 # a real Slurm job: no SLURM_* added
 rv_bundle "$T/b-slurm" "$Q15 | .process.env += [\"SLURM_JOB_ID=77\"]"

@@ -41,10 +41,13 @@ _t_exit() {
     # processes left in the test's own cgroups (a container whose runtime or
     # shim is gone): thawed and killed, so that nothing outlives the test
     local left
-    left=$(find /sys/fs/cgroup/*/resview-test/"$(basename "$T")" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    left=$(find /sys/fs/cgroup/*/resview-test/"$(basename "$T")" /sys/fs/cgroup/resview-test/"$(basename "$T")" \
+        -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
     if [ -n "$left" ]; then
         find /sys/fs/cgroup/freezer/resview-test/"$(basename "$T")" -name freezer.state \
             -exec sh -c 'for f; do echo THAWED >"$f"; done' _ {} + 2>/dev/null
+        find /sys/fs/cgroup/resview-test/"$(basename "$T")" -name cgroup.freeze \
+            -exec sh -c 'for f; do echo 0 >"$f"; done' _ {} + 2>/dev/null
         kill -9 $left 2>/dev/null
         sleep 0.3
     fi
@@ -149,3 +152,42 @@ lxcfs_stop() {
 
 # A cgroup (v1 cpu or v2) for tests to place containers under; removed at exit.
 cg_v1() { echo "/sys/fs/cgroup/$1"; }
+# cgroup v2 (the unified hierarchy, as tests/v2/ runs them) or v1
+cg_is_v2() { [ -f /sys/fs/cgroup/cgroup.controllers ]; }
+# cg_limit PATH QUOTA MEM: cgroup PATH (from the root; under $CG_PARENT, so
+# removed at exit) limited to QUOTA/100000 CPUs and MEM bytes ("" for none),
+# at the same path in each hierarchy a job uses (v1: cpu, cpuacct, cpuset,
+# memory). On v2 the controllers are enabled down to it, as a runtime or
+# Slurm does.
+cg_limit() {
+    local path=${1#/} quota=$2 mem=$3 d part
+    if cg_is_v2; then
+        d=/sys/fs/cgroup
+        for part in ${path//\// }; do
+            echo "+cpu +cpuset +memory +pids" >"$d/cgroup.subtree_control" 2>/dev/null ||
+                for c in cpu cpuset memory pids; do echo "+$c" >"$d/cgroup.subtree_control" 2>/dev/null; done
+            d=$d/$part
+            mkdir -p "$d"
+        done
+        [ -z "$quota" ] || echo "$quota 100000" >"$d/cpu.max"
+        [ -z "$mem" ] || echo "$mem" >"$d/memory.max"
+        return
+    fi
+    for c in cpu cpuacct cpuset memory; do mkdir -p "/sys/fs/cgroup/$c/$path"; done
+    d=/sys/fs/cgroup/cpuset
+    for part in ${path//\// }; do
+        d=$d/$part
+        [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
+        [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
+    done
+    [ -z "$quota" ] || { echo 100000 >"/sys/fs/cgroup/cpu/$path/cpu.cfs_period_us"
+                         echo "$quota" >"/sys/fs/cgroup/cpu/$path/cpu.cfs_quota_us"; }
+    [ -z "$mem" ] || echo "$mem" >"/sys/fs/cgroup/memory/$path/memory.limit_in_bytes"
+}
+# cg_enter PATH: move this (sub)shell into cgroup PATH of cg_limit
+cg_enter() { eval "$(cg_join_code "$1" | sed 's/\$\$/$BASHPID/g')"; }
+# cg_join_code PATH: shell code that moves $$ into cgroup PATH of cg_limit
+cg_join_code() {
+    if cg_is_v2; then echo "echo \$\$ >/sys/fs/cgroup/${1#/}/cgroup.procs"
+    else echo "for c in cpu cpuacct cpuset memory; do echo \$\$ >/sys/fs/cgroup/\$c/${1#/}/cgroup.procs; done"; fi
+}

@@ -31,19 +31,9 @@ wait_for() { local n=$(( $1 * 10 )); shift; while [ $n -gt 0 ]; do "$@" && retur
 # code that moves $$ into them; in_cg CMD...: run CMD there (as the job's
 # processes are; `sh -c "$JOB_JOIN; exec ..." &` where $! must be CMD).
 job_cgroup() {
-    local d part
     JOB_CG=resview-test/$(basename "$T")/$1
-    for c in cpu cpuacct cpuset memory; do mkdir -p "/sys/fs/cgroup/$c/$JOB_CG"; done
-    d=/sys/fs/cgroup/cpuset
-    for part in ${JOB_CG//\// }; do
-        d=$d/$part
-        [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-        [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
-    done
-    echo 100000 >"/sys/fs/cgroup/cpu/$JOB_CG/cpu.cfs_period_us"
-    echo 100000 >"/sys/fs/cgroup/cpu/$JOB_CG/cpu.cfs_quota_us"
-    echo 536870912 >"/sys/fs/cgroup/memory/$JOB_CG/memory.limit_in_bytes"
-    JOB_JOIN='for c in cpu cpuacct cpuset memory; do echo $$ >/sys/fs/cgroup/$c/'"$JOB_CG"'/cgroup.procs; done'
+    cg_limit "$JOB_CG" 100000 536870912
+    JOB_JOIN=$(cg_join_code "$JOB_CG")
 }
 in_cg() { sh -c "$JOB_JOIN"'; exec "$@"' sh "$@"; }
 

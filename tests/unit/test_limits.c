@@ -70,27 +70,45 @@ int main(void)
        "cpulist rejects overlapping, descending and unfinished lists");
 
     /* cgroupsPath forms */
-    ok(rv_cgroup_path("kubepods-burstable-pod12.slice:cri-containerd:abc", "cpu", "/nonexistent", cg, sizeof(cg), &err) == 0, "systemd path parses");
+    ok(rv_cgroup_path("kubepods-burstable-pod12.slice:cri-containerd:abc", "cpu", "/nonexistent", RV_CG_RUNC, false, cg, sizeof(cg), &err) == 0, "systemd path parses");
     ok_str(cg, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12.slice/cri-containerd-abc.scope", "systemd slice expansion");
-    ok(rv_cgroup_path("system.slice:docker:abc", "cpu", "/x", cg, sizeof(cg), &err) == 0, "docker systemd path");
+    ok(rv_cgroup_path("system.slice:docker:abc", "cpu", "/x", RV_CG_RUNC, false, cg, sizeof(cg), &err) == 0, "docker systemd path");
     ok_str(cg, "/system.slice/docker-abc.scope", "docker systemd path expanded");
-    ok(rv_cgroup_path(":podman:abc", "cpu", "/x", cg, sizeof(cg), &err) == 0, "empty slice");
+    ok(rv_cgroup_path(":podman:abc", "cpu", "/x", RV_CG_RUNC, false, cg, sizeof(cg), &err) == 0, "empty slice");
     ok_str(cg, "/system.slice/podman-abc.scope", "empty slice defaults to system.slice");
-    rv_cgroup_path("/kubepods/burstable/podX/ID", "memory", "/x", cg, sizeof(cg), &err);
+    rv_cgroup_path("/kubepods/burstable/podX/ID", "memory", "/x", RV_CG_RUNC, false, cg, sizeof(cg), &err);
     ok_str(cg, "/kubepods/burstable/podX/ID", "plain absolute path");
     {
         char self[600];
         snprintf(self, sizeof(self), "%s/self_cgroup", base);
-        rv_cgroup_path("job1/step", "cpu", self, cg, sizeof(cg), &err);
+        rv_cgroup_path("job1/step", "cpu", self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
         ok_str(cg, "/user.slice/session-1.scope/job1/step", "relative path joins our own cpu cgroup");
-        rv_cgroup_path("job1/step", "cpuacct", self, cg, sizeof(cg), &err);
+        rv_cgroup_path("job1/step", "cpuacct", self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
         ok_str(cg, "/user.slice/session-1.scope/job1/step", "... in the cpu,cpuacct hierarchy for cpuacct too");
-        rv_cgroup_path("job1/step", NULL, self, cg, sizeof(cg), &err);
-        ok_str(cg, "/user.slice/job1/step", "... and our unified cgroup on v2");
-        rv_cgroup_path("job1/step", "memory", self, cg, sizeof(cg), &err);
+        rv_cgroup_path("job1/step", NULL, self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
+        ok_str(cg, "/job1/step", "... and the parent of our unified cgroup on v2 (runc's rule there)");
+        rv_cgroup_path("job1/step", "memory", self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
         ok_str(cg, "/job1/step", "... and the root for a controller we are not in");
+        rv_cgroup_path("", "cpu", self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
+        ok_str(cg, "/user.slice/session-1.scope", "runc, empty path: our own cgroup on v1");
+        rv_cgroup_path("", NULL, self, RV_CG_RUNC, false, cg, sizeof(cg), &err);
+        ok_str(cg, "", "runc, empty path: the parent of our own on v2");
+        rv_cgroup_path("", NULL, self, RV_CG_RUNC, true, cg, sizeof(cg), &err);
+        ok_str(cg, "/system.slice", "runc --systemd-cgroup, empty path: system.slice");
+        rv_cgroup_path("job1/step", "cpu", self, RV_CG_CRUN, false, cg, sizeof(cg), &err);
+        ok_str(cg, "/job1/step", "crun: a relative path is below the root (v1)");
+        rv_cgroup_path("job1/step", NULL, self, RV_CG_CRUN, false, cg, sizeof(cg), &err);
+        ok_str(cg, "/job1/step", "... and on v2");
+        rv_cgroup_path("", NULL, self, RV_CG_CRUN, true, cg, sizeof(cg), &err);
+        ok_str(cg, "/system.slice", "crun --systemd-cgroup, empty path: system.slice too");
+        rv_cgroup_path("", NULL, self, RV_CG_CRUN, false, cg, sizeof(cg), &err);
+        ok_str(cg, "", "crun, empty path: the root itself");
+        rv_cgroup_path("", NULL, self, RV_CG_OWN, true, cg, sizeof(cg), &err);
+        ok_str(cg, "/user.slice", "the container's own process: its cgroup");
+        rv_cgroup_path("", "cpu", self, RV_CG_OWN, false, cg, sizeof(cg), &err);
+        ok_str(cg, "/user.slice/session-1.scope", "... per v1 controller");
     }
-    ok(rv_cgroup_path("bad-.slice:p:n", "cpu", "/x", cg, sizeof(cg), &err) < 0, "invalid slice rejected");
+    ok(rv_cgroup_path("bad-.slice:p:n", "cpu", "/x", RV_CG_RUNC, false, cg, sizeof(cg), &err) < 0, "invalid slice rejected");
 
     /* v1: quota in the spec only */
     put("v1/cpu/.keep", "");
@@ -199,6 +217,24 @@ int main(void)
     snprintf(h.self_cgroup, sizeof(h.self_cgroup), "%s/slurm_cgroup2", base);
     ok(compute("{}", &h, RV_ROUND_CEIL, &l, &err) == 0 && l.cpus == 2 && l.has_mem && l.mem_mib == 768,
        "Slurm task (v2): the job's cpuset and memory.max (got %u, %llu)", l.cpus, (unsigned long long)l.mem_mib);
+
+    /* a relative cgroupsPath on v2, placed as each runtime places it: a pod
+     * at /system.slice/relpod limited to 0.5 CPU and 200 MiB, the runtime
+     * started from containerd.service */
+    put("v2r/cgroup.controllers", "cpuset cpu io memory pids\n");
+    put("v2r/system.slice/relpod/cpu.max", "50000 100000\n");
+    put("v2r/system.slice/relpod/memory.max", "209715200\n");
+    put("self_v2r", "0::/system.slice/containerd.service\n");
+    host(&h, "v2r");
+    snprintf(h.self_cgroup, sizeof(h.self_cgroup), "%s/self_v2r", base);
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-runc\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.cpus == 1 && l.has_mem && l.mem_mib == 200,
+       "runc on v2: a relative path is below the parent of our cgroup (got %u: %s)", l.cpus, l.cpus_why);
+    h.cg_rule = RV_CG_CRUN;
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"system.slice/relpod/c-crun\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.cpus == 1 && l.has_mem && l.mem_mib == 200, "crun: a relative path is below the root");
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-crun\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.cpus == 128 && !l.has_mem, "... so relpod/c-crun is not in the limited pod");
 
     /* gpus */
     put("dev/nvidia0", "");
