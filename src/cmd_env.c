@@ -72,6 +72,10 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
         return 1;
     }
     printf("cpus    = %u\t(%s)\n", lim.cpus, lim.cpus_why);
+    if (lim.view_cpus > lim.cpus)
+        printf("note: LXCFS's CPU views (/proc/cpuinfo, /proc/stat) will show %u CPUs: LXCFS "
+               "counts the CPU quota of the container's own cgroup, not of an ancestor\n",
+               lim.view_cpus);
     if (lim.has_mem)
         printf("mem_mib = %llu\t(%s)\n", (unsigned long long)lim.mem_mib, lim.mem_why);
     else

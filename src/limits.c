@@ -292,7 +292,7 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
     json_t *cpu = res ? json_object_get(res, "cpu") : NULL;
     json_t *mem = res ? json_object_get(res, "memory") : NULL;
     json_t *jcp = linux_ ? json_object_get(linux_, "cgroupsPath") : NULL;
-    struct quota best = { 0 };
+    struct quota best = { 0 }, own = { 0 };
     char cg[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64], buf[4096], online_str[256] = "";
     size_t lens[NLENS];
     const char *cp = jcp ? json_string_value(jcp) : "";
@@ -331,8 +331,10 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
             return -1;
         if (!has_p)
             p = 100000;
-        if (found)
+        if (found) {
             consider_quota(&best, q, p, "the spec (linux.resources.cpu)");
+            consider_quota(&own, q, p, "the spec (linux.resources.cpu)");
+        }
         json_t *cpus = json_object_get(cpu, "cpus");
         if (cpus && !json_is_string(cpus))
             return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: expected a string");
@@ -384,6 +386,10 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
                     continue;
             }
             consider_quota(&best, q, p, path);
+            /* the last is the container's own cgroup, unless the runtime
+             * makes that one below it (an empty cgroupsPath) */
+            if (i == nanc - 1 && (*cp || h->cg_rule == RV_CG_OWN))
+                consider_quota(&own, q, p, path);
         }
     }
 
@@ -441,6 +447,9 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
         }
     }
     out->cpus = cpus < 1 ? 1 : (unsigned)cpus;
+    out->view_cpus = cpuset > 0 && cpuset < online ? (unsigned)cpuset : (unsigned)online;
+    if (own.q && rounded(own.q, own.p, RV_ROUND_CEIL) < out->view_cpus)
+        out->view_cpus = (unsigned)rounded(own.q, own.p, RV_ROUND_CEIL);
     if (mem_limit > 0) {
         out->has_mem = true;
         out->mem_mib = mem_limit >> 20;

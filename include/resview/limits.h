@@ -28,6 +28,9 @@ struct rv_host {
 struct rv_limits {
     unsigned cpus;
     char cpus_why[512];
+    /* what LXCFS's CPU views (cpuinfo, stat, cpu/online) show: it counts the
+     * cpuset and the quota of the container's own cgroup, not an ancestor's */
+    unsigned view_cpus;
     bool has_mem;
     uint64_t mem_mib;
     char mem_why[512];

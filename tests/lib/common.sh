@@ -184,6 +184,17 @@ cg_limit() {
                          echo "$quota" >"/sys/fs/cgroup/cpu/$path/cpu.cfs_quota_us"; }
     [ -z "$mem" ] || echo "$mem" >"/sys/fs/cgroup/memory/$path/memory.limit_in_bytes"
 }
+# cg_cpuset PATH LIST: cgroup PATH of cg_limit restricted to CPUs LIST
+cg_cpuset() {
+    if cg_is_v2; then echo "$2" >"/sys/fs/cgroup/${1#/}/cpuset.cpus"
+    else echo "$2" >"/sys/fs/cgroup/cpuset/${1#/}/cpuset.cpus"; fi
+}
+# cg_memsoft PATH BYTES: the memory level PATH is pushed back to, not a limit
+# (v2 memory.high, v1 memory.soft_limit_in_bytes)
+cg_memsoft() {
+    if cg_is_v2; then echo "$2" >"/sys/fs/cgroup/${1#/}/memory.high"
+    else echo "$2" >"/sys/fs/cgroup/memory/${1#/}/memory.soft_limit_in_bytes"; fi
+}
 # cg_enter PATH: move this (sub)shell into cgroup PATH of cg_limit
 cg_enter() { eval "$(cg_join_code "$1" | sed 's/\$\$/$BASHPID/g')"; }
 # cg_join_code PATH: shell code that moves $$ into cgroup PATH of cg_limit

@@ -230,6 +230,18 @@ int main(void)
     ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-runc\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
        l.cpus == 1 && l.has_mem && l.mem_mib == 200,
        "runc on v2: a relative path is below the parent of our cgroup (got %u: %s)", l.cpus, l.cpus_why);
+    ok(l.view_cpus == 128, "... LXCFS's views show the host's 128: the quota is the pod's, not the container's (got %u)",
+       l.view_cpus);
+    put("v2r/system.slice/relpod/c-own/cpu.max", "150000 100000\n");
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-own\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.cpus == 1 && l.view_cpus == 2, "a quota of 1.5 on the container's own cgroup: LXCFS's views show 2 (got %u)",
+       l.view_cpus);
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-x\",\"resources\":{\"cpu\":{\"quota\":300000}}}}",
+               &h, RV_ROUND_CEIL, &l, &err) == 0 && l.cpus == 1 && l.view_cpus == 3,
+       "the spec's quota is the container's own: 3 in the views (got %u)", l.view_cpus);
+    put("v2r/system.slice/relpod/c-runc/memory.high", "104857600\n");
+    ok(compute("{\"linux\":{\"cgroupsPath\":\"relpod/c-runc\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
+       l.mem_mib == 200, "memory.high is not a limit: memory.max counts");
     h.cg_rule = RV_CG_CRUN;
     ok(compute("{\"linux\":{\"cgroupsPath\":\"system.slice/relpod/c-crun\"}}", &h, RV_ROUND_CEIL, &l, &err) == 0 &&
        l.cpus == 1 && l.has_mem && l.mem_mib == 200, "crun: a relative path is below the root");

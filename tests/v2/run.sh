@@ -1,0 +1,80 @@
+#!/bin/bash
+# Run end-to-end scripts on a cgroup v2 host: the guest of tests/v2/image.sh
+# (Debian 12, its kernel 6.1, systemd on the unified hierarchy) under qemu,
+# with a copy of this tree shared in (9p: the tree here can change while the
+# guest runs) and the binaries built here. Prints what
+# tests/run-e2e.sh prints, per file, with "e2e-v2" for "e2e".
+# Usage: run.sh [SCRIPT...]   (default: the list in tests/v2/suites.txt)
+# RESVIEW_V2_ACCEL=kvm|tcg (default: kvm when it boots the kernel, else tcg),
+# RESVIEW_V2_TIMEOUT seconds for the whole run (default 2700).
+set -u
+cd "$(dirname "$0")/../.."
+TOP=$PWD
+DIR=$TOP/build/v2
+RUN=$DIR/run
+fail() { echo "not ok - v2: $*"; echo "e2e-v2: 0 passed, 1 failed"; exit 1; }
+[ "$(id -u)" = 0 ] || fail "must run as root"
+command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (make deps installs tests/deps.d/v2.txt)"
+scripts=("$@")
+[ ${#scripts[@]} -gt 0 ] || mapfile -t scripts < <(sed 's/#.*//; /^[[:space:]]*$/d; s/[[:space:]]//g; s|^|tests/e2e/|' tests/v2/suites.txt)
+for s in "${scripts[@]}"; do [ -f "$s" ] || fail "no such script: $s"; done
+out=$(tests/v2/image.sh 2>&1) || fail "the guest image did not build: $(tail -n 3 <<<"$out")"
+# what the guest cannot build itself (it has no network): the node image
+if grep -qs resview-node.tar "${scripts[@]}"; then
+    out=$(make -s --no-print-directory image 2>&1) || fail "make image: $(tail -n 3 <<<"$out")"
+fi
+# what the guest cannot fetch itself (it has no network): the S3 server of the
+# s3fs test, cached where the host's own run puts it
+if grep -qs s3rver_start "${scripts[@]}" && [ ! -x build/test-cache/s3rver/node_modules/.bin/s3rver ]; then
+    npm install --prefix build/test-cache/s3rver --cache build/test-cache/s3rver/npm-cache \
+        --no-audit --no-fund --loglevel=error s3rver@3 >/dev/null 2>&1 || echo "# v2: npm install s3rver failed"
+fi
+
+accel=${RESVIEW_V2_ACCEL:-}
+if [ -z "$accel" ]; then
+    # /dev/kvm can be a nested hypervisor that never runs this kernel: try it
+    accel=tcg
+    if [ -w /dev/kvm ] && timeout 20 qemu-system-x86_64 -accel kvm -cpu host -m 512 -nographic \
+        -no-reboot -kernel "$DIR/vmlinuz" -append "console=ttyS0 panic=-1" </dev/null 2>/dev/null |
+        grep -q 'Kernel panic'; then
+        accel=kvm
+    fi
+fi
+case $accel in
+kvm) cpu=host ;;
+tcg) accel=tcg,thread=multi cpu=max ;;
+*) fail "RESVIEW_V2_ACCEL: kvm or tcg, not $accel" ;;
+esac
+
+rm -rf "$RUN"; mkdir -p "$RUN/top"
+tar -C "$TOP" --exclude=./build/v2 --exclude=./.git -cf - . | tar -C "$RUN/top" -xf - ||
+    fail "cannot copy the tree to $RUN/top"
+ORIG=$TOP TOP=$RUN/top
+RUN=$TOP/build/v2/run
+mkdir -p "$RUN"
+{
+    rt=${RUNTIME_BIN:-$ORIG/build/static/resview-runtime} hook=${HOOK_BIN:-$ORIG/build/static/resview-hook}
+    echo "export RUNTIME_BIN=${rt/#$ORIG\//$TOP/} HOOK_BIN=${hook/#$ORIG\//$TOP/}"
+    [ -n "${VERBOSE:-}" ] && echo "export VERBOSE=1"
+    printf 'tests/run-e2e.sh'; printf ' %q' "${scripts[@]}"; echo
+} >"$RUN/cmd"
+start=$(date +%s)
+timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
+    -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
+    -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 resview.top=$TOP" \
+    -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
+    -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
+    -nic none </dev/null >"$RUN/console.log" 2>&1
+qrc=$?
+sed 's/^e2e\([ :]\)/e2e-v2\1/' "$RUN/out" 2>/dev/null | grep -v '^e2e-v2: '
+read -r p f < <(awk '/^e2e  .* passed, .* failed/ { p += $(NF-4); f += $(NF-2) } END { print p+0, f+0 }' "$RUN/out" 2>/dev/null)
+p=${p:-0} f=${f:-0}
+if [ ! -f "$RUN/rc" ]; then
+    f=$((f + 1))
+    echo "not ok - v2: the guest run did not finish (qemu $qrc after $(( $(date +%s) - start ))s; $RUN/console.log):"
+    tail -n 15 "$RUN/console.log" | sed 's/^/#   /'
+fi
+echo "# v2: guest ($accel, kernel $(cat "$DIR/kernel" 2>/dev/null)) ran $(( $(date +%s) - start ))s"
+echo "e2e-v2: $p passed, $f failed"
+[ "$f" -eq 0 ]
