@@ -166,10 +166,6 @@ int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *fi
     rv_spec_free(&spec);
     if (!wanted)
         return 0;
-    if (hooked) {   /* containerd ran NVIDIA's runtime, which ran us */
-        snprintf(why, why_size, "%s", "its hook is in the spec already: NVIDIA's runtime ran before resview");
-        return 2;
-    }
     if (!resolve(cfg->gpu_runtime, path, sizeof(path), &st) || identity_of(&st, id, sizeof(id)) < 0) {
         snprintf(why, why_size, "gpu.runtime `%.200s` not found", cfg->gpu_runtime);
         return -1;
@@ -178,6 +174,10 @@ int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *fi
         return 0;
     if (visited(id))   /* NVIDIA's runtime called us: it is done with this container */
         return 0;
+    if (hooked) {   /* containerd ran NVIDIA's runtime, which ran us */
+        snprintf(why, why_size, "%s", "its hook is in the spec already: NVIDIA's runtime ran before resview");
+        return 2;
+    }
     if (rv_snprintf(next, size, "%s", path) < 0)
         return 0;
     memcpy(found.path, path, sizeof(found.path));
