@@ -22,9 +22,9 @@
 #include <time.h>
 
 #define CRI_TIMEOUT_MS 5000
+#define RESTART_WAIT_S 120
 
 static bool nvidia_binary(const char *bin);
-#define RESTART_WAIT_S 120
 
 bool rv_node_restart_valid(const char *r)
 {
@@ -261,9 +261,10 @@ static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err
                             strcmp(dirname(strcpy(dir, g.cri_file)), dirname(strcpy(path, g.own_dropin))) != 0)) {
         if (unlink(g.own_dropin) < 0 && errno != ENOENT)
             return rv_fail(err, errno, "remove `%s`", g.own_dropin);
-        rv_node_say("containerd: removed resview's drop-in `%s`%s", g.own_dropin,
-                    need || c->uninstall || !g.cri_from_import ? "" :
-                    ": NVIDIA's file has resview's entry, and its default runs resview next");
+        rv_node_say("containerd: removed resview's drop-in `%s`%s%s", g.own_dropin,
+                    need || c->uninstall || !g.cri_from_import ? "" : ": the file it copied has resview's entry",
+                    need || c->uninstall || !g.cri_from_import || !c->set_default ? "" :
+                    " and a default that is resview or runs it next");
     }
     if (!need)
         return 0;
