@@ -115,29 +115,57 @@ int rv_chain_mark(const char *path, struct rv_error *err)
     return 0;
 }
 
+/* A hook of NVIDIA's in the spec: its runtime already edited this container
+ * (legacy mode: nvidia-container-runtime-hook, a.k.a. nvidia-container-toolkit;
+ * CDI mode: the CDI spec's nvidia-cdi-hook / nvidia-ctk hooks; the stand-in
+ * tests/lib/fake-nvidia-runtime: itself). That is the case when containerd ran
+ * NVIDIA's runtime first and it runs resview next (its `runtimes`, which
+ * NVIDIA's toolkit 1.18 takes from containerd's default runtime): NVIDIA's
+ * runtime is done, and is not run a second time. */
+static bool nvidia_hooked(json_t *spec)
+{
+    static const char *const stages[] = { "prestart", "createRuntime", "createContainer", "startContainer" };
+    static const char *const names[] = { "nvidia-container-runtime", "nvidia-container-toolkit",
+                                         "nvidia-cdi-hook", "nvidia-ctk" };
+    json_t *hooks = json_object_get(spec, "hooks"), *h;
+    size_t i;
+
+    for (size_t s = 0; s < sizeof(stages) / sizeof(stages[0]); s++)
+        json_array_foreach(json_object_get(hooks, stages[s]), i, h) {
+            const char *p = json_string_value(json_object_get(h, "path"));
+            const char *base = p && strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+            for (size_t n = 0; base && n < sizeof(names) / sizeof(names[0]); n++)
+                if (strncmp(base, names[n], strlen(names[n])) == 0)
+                    return true;
+        }
+    return false;
+}
+
 int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *file, char *next, size_t size,
                  char *why, size_t why_size)
 {
     char self[64], id[64], path[PATH_MAX];
     struct stat st;
+    struct rv_spec spec;
+    struct rv_error e;
+    bool wanted, hooked;
 
     why[0] = '\0';
     if (!cfg->gpu_runtime[0])
         return 0;
+    /* a spec that does not load is the shim's to report */
+    if (rv_spec_load_file(&spec, bundle ? bundle : ".", file, &e) < 0)
+        return 0;
     if (cfg->gpu_all) {
         snprintf(why, why_size, "gpu.containers is all");
+        wanted = true;
     } else {
-        struct rv_spec spec;
-        struct rv_error e;
-        bool wanted;
-        /* a spec that does not load is the shim's to report */
-        if (rv_spec_load_file(&spec, bundle ? bundle : ".", file, &e) < 0)
-            return 0;
         wanted = rv_gpus_wanted(spec.root, why, why_size);
-        rv_spec_free(&spec);
-        if (!wanted)
-            return 0;
     }
+    hooked = wanted && nvidia_hooked(spec.root);
+    rv_spec_free(&spec);
+    if (!wanted)
+        return 0;
     if (!resolve(cfg->gpu_runtime, path, sizeof(path), &st) || identity_of(&st, id, sizeof(id)) < 0) {
         snprintf(why, why_size, "gpu.runtime `%.200s` not found", cfg->gpu_runtime);
         return -1;
@@ -146,6 +174,10 @@ int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *fi
         return 0;
     if (visited(id))   /* NVIDIA's runtime called us: it is done with this container */
         return 0;
+    if (hooked) {   /* containerd ran NVIDIA's runtime, which ran us */
+        snprintf(why, why_size, "%s", "its hook is in the spec already: NVIDIA's runtime ran before resview");
+        return 2;
+    }
     if (rv_snprintf(next, size, "%s", path) < 0)
         return 0;
     memcpy(found.path, path, sizeof(found.path));

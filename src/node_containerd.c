@@ -24,6 +24,8 @@
 #define CRI_TIMEOUT_MS 5000
 #define RESTART_WAIT_S 120
 
+static bool nvidia_binary(const char *bin);
+
 bool rv_node_restart_valid(const char *r)
 {
     if (strcmp(r, "none") == 0 || strcmp(r, "systemd") == 0)
@@ -91,7 +93,20 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
         return 0;
     }
     if (c->set_default && !is_default) {
-        snprintf(why, size, "the running containerd's default runtime is `%s`, not resview", dflt ? dflt : "?");
+        /* NVIDIA's toolkit made its runtime the default, and that runtime runs
+         * resview next (toolkit 1.18 takes its next runtime from containerd's
+         * default when it sets up: resview's): every pod goes through both,
+         * and taking the default back would only cost a restart */
+        const char *dbin_path[] = { "containerd", "runtimes", dflt ? dflt : "", "options", "BinaryName", NULL };
+        const char *dbin = dflt ? json_str(cfg, dbin_path) : NULL;
+        char conf[PATH_MAX];
+        if (dbin && rv_node_nvidia_next(c->host_pid, dbin, c->runtime_path, conf, sizeof(conf)) == 1) {
+            snprintf(why, size, "its default runtime `%s` is NVIDIA's, which runs resview next (`%s`)", dflt,
+                     conf);
+            return 1;
+        }
+        snprintf(why, size, "the running containerd's default runtime is `%s`, not resview%s", dflt ? dflt : "?",
+                 dbin && nvidia_binary(dbin) ? ", and NVIDIA's runtime it runs does not run resview next" : "");
         return 0;
     }
     return 1;
@@ -169,7 +184,7 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
             return rv_fail(err, EINTR, "stopped");
     }
     if (r == 1) {
-        rv_node_say("containerd: runs with the configuration wanted; not restarted");
+        rv_node_say("containerd: runs with the configuration wanted%s%s; not restarted", why[0] ? ": " : "", why);
         return 0;
     }
     if (r == 2)   /* a restart would not help (err says why) */
@@ -235,13 +250,23 @@ static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err
 
     if (rv_node_gpu_detect(c->config, c->runtime_path, &g, err) < 0)
         return -1;
-    if (g.own_dropin[0] && (c->uninstall || !g.cri_from_import ||
+    /* needed only when that file lacks what resview wants: its entry, and the
+     * default (resview's, or NVIDIA's running resview next). A copy of a file
+     * that another tool rewrites hides that tool's next changes until it is
+     * copied again and containerd restarted once more: none when not needed */
+    bool need = !c->uninstall && g.cri_from_import &&
+                (!g.resview_ours || (c->set_default && strcmp(g.dflt, "resview") != 0 &&
+                                     !rv_node_gpu_default_chains(c, &g)));
+    if (g.own_dropin[0] && (!need ||
                             strcmp(dirname(strcpy(dir, g.cri_file)), dirname(strcpy(path, g.own_dropin))) != 0)) {
         if (unlink(g.own_dropin) < 0 && errno != ENOENT)
             return rv_fail(err, errno, "remove `%s`", g.own_dropin);
-        rv_node_say("containerd: removed resview's drop-in `%s`", g.own_dropin);
+        rv_node_say("containerd: removed resview's drop-in `%s`%s%s", g.own_dropin,
+                    need || c->uninstall || !g.cri_from_import ? "" : ": the file it copied has resview's entry",
+                    need || c->uninstall || !g.cri_from_import || !c->set_default ? "" :
+                    " and a default that is resview or runs it next");
     }
-    if (c->uninstall || !g.cri_from_import)
+    if (!need)
         return 0;
     snprintf(dir, sizeof(dir), "%s", g.cri_file);
     base = strrchr(g.cri_file, '/') ? strrchr(g.cri_file, '/') + 1 : g.cri_file;
@@ -295,6 +320,18 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
     fflush(stdout);
     if (make_effective(c, restarted, err) < 0)
         return -1;
+    if (c->uninstall) {
+        struct rv_node_gpu g;
+        struct rv_error e;
+        char conf[PATH_MAX];
+        if (rv_node_gpu_detect(c->config, c->runtime_path, &g, &e) == 0 && g.runtime[0] &&
+            rv_node_nvidia_next(c->host_pid, g.runtime, c->runtime_path, conf, sizeof(conf)) == 1)
+            rv_node_say("containerd: NVIDIA's runtime `%s` runs resview's runtime next (`%s`, NVIDIA's, written "
+                        "by its toolkit from containerd's default runtime when it set up): containers it "
+                        "creates go through resview for as long as resview's binaries are there, and through "
+                        "runc once they are removed; restart NVIDIA's toolkit (its pod) to have that file "
+                        "written without resview", g.runtime, conf);
+    }
     /* our own edits are no change to react to; another tool's, made meanwhile, would
      * have been read with them: only when what it names is what was read before */
     if (c->gpu && !c->uninstall) {
@@ -323,6 +360,22 @@ int rv_node_gpu_mode_parse(const char *s)
     return -1;
 }
 
+/* The next string of a TOML array value's text (paths need no escapes) from
+ * *p on, into out; false at the end. */
+static bool array_string(const char **p, const char *end, char *out, size_t size)
+{
+    const char *q = *p + strcspn(*p, "\"'");
+
+    if (q >= end)
+        return false;
+    const char *e = memchr(q + 1, *q, (size_t)(end - q - 1));
+    if (!e)
+        return false;
+    snprintf(out, size, "%.*s", (int)(e - q - 1), q + 1);
+    *p = e + 1;
+    return true;
+}
+
 /* The files containerd reads, in merge order: config, then its imports
  * (relative to its directory; globs expanded and sorted, as containerd's
  * filepath.Glob does). paths[0] is config. */
@@ -340,27 +393,21 @@ static int config_files(const char *config, const char *text, size_t len,
     snprintf(dir, sizeof(dir), "%s", strchr(config, '/') ? config : "./");
     *strrchr(dir, '/') = '\0';
     if (imp && imp->kind == RV_TOML_VALUE) {
-        /* an array of strings (paths need no escapes): walk its elements' text */
+        /* an array of strings: walk its elements' text */
         const char *p = text + imp->val_start, *end = text + imp->val_end;
-        while (p < end && n < max) {
-            const char *q = p + strcspn(p, "\"'");
-            if (q >= end)
-                break;
-            const char *e = memchr(q + 1, *q, (size_t)(end - q - 1));
-            if (!e)
-                break;
+        char one[PATH_MAX];
+        while (p < end && n < max && array_string(&p, end, one, sizeof(one))) {
             char pat[PATH_MAX];
             glob_t gl;
-            if (q[1] == '/')
-                snprintf(pat, sizeof(pat), "%.*s", (int)(e - q - 1), q + 1);
-            else
-                snprintf(pat, sizeof(pat), "%s/%.*s", dir, (int)(e - q - 1), q + 1);
+            if (one[0] == '/')
+                snprintf(pat, sizeof(pat), "%s", one);
+            else if (rv_snprintf(pat, sizeof(pat), "%s/%s", dir, one) < 0)
+                continue;
             if (glob(pat, 0, NULL, &gl) == 0) {
                 for (size_t i = 0; i < gl.gl_pathc && n < max; i++)
                     snprintf(paths[n++], PATH_MAX, "%s", gl.gl_pathv[i]);
                 globfree(&gl);
             }
-            p = e + 1;
         }
     }
     rv_toml_free(&doc);
@@ -414,6 +461,60 @@ static bool nvidia_binary(const char *bin)
     return strncmp(base, "nvidia-container-runtime", 24) == 0;
 }
 
+int rv_node_nvidia_next(pid_t host_pid, const char *nvidia_bin, const char *own_runtime, char *conf,
+                        size_t size)
+{
+    char root[32] = "", path[PATH_MAX], dir[PATH_MAX], one[PATH_MAX];
+    cleanup_free char *text = NULL;
+    struct rv_toml doc;
+    struct rv_error e;
+    size_t len;
+    bool exists = false;
+    int r = 0;
+
+    conf[0] = '\0';
+    if (host_pid > 0)
+        snprintf(root, sizeof(root), "/proc/%d/root", (int)host_pid);
+    snprintf(dir, sizeof(dir), "%s", nvidia_bin);
+    *(strrchr(dir, '/') ? strrchr(dir, '/') : dir) = '\0';
+    const char *candidates[] = { dir, "" }, *sub[] = { ".config", "etc" };
+    for (size_t i = 0; i < 2 && !exists; i++) {
+        free(text);
+        text = NULL;
+        if (rv_snprintf(path, sizeof(path), "%s%s/%s/nvidia-container-runtime/config.toml", root,
+                        candidates[i], sub[i]) < 0 ||
+            rv_engine_read(path, &text, &len, &exists, &e) < 0)
+            exists = false;
+        if (exists)
+            snprintf(conf, size, "%s", path + strlen(root));
+    }
+    if (!exists || rv_toml_scan(text, len, &doc, &e) < 0)
+        return 0;
+    const struct rv_toml_item *it = rv_toml_get(&doc, "nvidia-container-runtime.runtimes");
+    if (it && it->kind == RV_TOML_VALUE) {
+        const char *p = text + it->val_start, *end = text + it->val_end;
+        /* NVIDIA's runtime runs the first one it finds: a path that exists, or a
+         * name in its PATH (never resview's, which is always given as a path) */
+        while (p < end && array_string(&p, end, one, sizeof(one))) {
+            if (one[0] == '/' && (rv_snprintf(path, sizeof(path), "%s%s", root, one) < 0 ||
+                                  access(path, X_OK) < 0))
+                continue;
+            r = strcmp(one, own_runtime) == 0;
+            break;
+        }
+    }
+    rv_toml_free(&doc);
+    return r;
+}
+
+bool rv_node_gpu_default_chains(const struct rv_node_containerd *c, const struct rv_node_gpu *g)
+{
+    char conf[PATH_MAX];
+
+    return g->runtime[0] && g->dflt[0] && strcmp(g->entry, g->dflt) == 0 &&
+           rv_node_nvidia_next(c->host_pid, g->runtime, c->runtime_path, conf, sizeof(conf)) == 1;
+}
+
 /* What one file's CRI plugin table names: runtimes with a BinaryName, the default. */
 static void read_cri(const struct rv_toml *doc, const char *own_runtime, struct rv_node_gpu *g,
                      char names[][64], char bins[][PATH_MAX], int *nr)
@@ -439,10 +540,15 @@ static void read_cri(const struct rv_toml *doc, const char *own_runtime, struct 
                 *nr >= 16)
                 continue;
             char bin[PATH_MAX];
-            if (strncmp(name, "resview\x1f", 8) == 0)
+            bool resview = strncmp(name, "resview\x1f", 8) == 0;
+            if (resview)
                 g->names_resview = true;
-            if (rv_toml_string(doc, it, bin, sizeof(bin)) < 0 || strcmp(bin, own_runtime) == 0)
+            if (rv_toml_string(doc, it, bin, sizeof(bin)) < 0)
                 continue;
+            if (strcmp(bin, own_runtime) == 0) {
+                g->resview_ours |= resview;
+                continue;
+            }
             snprintf(names[*nr], 64, "%.*s", (int)(sep - name), name);
             snprintf(bins[*nr], PATH_MAX, "%s", bin);
             (*nr)++;
@@ -503,7 +609,7 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
         if (i == 0 || has_cri_table(&doc)) {
             nr = 0;
             g->dflt[0] = '\0';
-            g->names_resview = false;
+            g->names_resview = g->resview_ours = false;
             read_cri(&doc, own_runtime, g, names, bins, &nr);
             snprintf(g->cri_file, sizeof(g->cri_file), "%s", paths[i]);
             g->cri_from_import = i > 0;

@@ -87,6 +87,8 @@ static void gpu_runtime(const struct rv_config *cfg, const struct rv_args *a, ch
     r = rv_chain_gpu(cfg, a->bundle, other, next, size, why, sizeof(why));
     if (r > 0)
         rv_log(RV_INFO, "next runtime: `%s` (gpu.runtime), for %s", next, why);
+    else if (r == 2)
+        rv_log(RV_INFO, "next runtime: `%s`, not gpu.runtime: %s", next, why);
     else if (r < 0)
         rv_log(RV_WARN, "%s: the container starts through `%s`, without NVIDIA's runtime", why, next);
 }

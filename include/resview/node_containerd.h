@@ -31,6 +31,7 @@ struct rv_node_gpu {
     bool cri_from_import;        /* cri_file is an imported drop-in (NVIDIA's toolkit 1.18) */
     char own_dropin[PATH_MAX];   /* resview's drop-in among the imports; "" none */
     bool names_resview;          /* the CRI table that counts has a `resview` runtime */
+    bool resview_ours;           /* ... whose BinaryName is resview's runtime */
     uint64_t signature;          /* of containerd's files when read (rv_node_containerd_signature) */
     uint64_t pending;            /* a different one seen once, not yet acted on */
 };
@@ -69,6 +70,24 @@ uint64_t rv_node_containerd_signature(const char *config);
  * and writes config.toml in place) is done writing them. Call about once a
  * second. */
 bool rv_node_containerd_changed(const struct rv_node_containerd *c);
+
+/* Whether NVIDIA's runtime at nvidia_bin (a path on the host) runs
+ * own_runtime next: the first of the `nvidia-container-runtime.runtimes` of its
+ * configuration that exists on the host is own_runtime. Its configuration is
+ * where NVIDIA's toolkit writes it, .config/nvidia-container-runtime/config.toml
+ * beside the binary (the toolkit's wrapper points the runtime there), else the
+ * packages' /etc/nvidia-container-runtime/config.toml. NVIDIA's toolkit 1.18
+ * writes there the BinaryName of containerd's default runtime when it sets up
+ * (so resview's, when resview was the default), then runc, crun; 1.13 only what
+ * NVIDIA_CONTAINER_RUNTIME_RUNTIMES says, else docker-runc, runc. Files are
+ * read in host_pid's root (/proc/PID/root). 1 yes, 0 no; conf: the file read
+ * ("" none). */
+int rv_node_nvidia_next(pid_t host_pid, const char *nvidia_bin, const char *own_runtime, char *conf,
+                        size_t size);
+
+/* Whether the default runtime of the CRI table that counts (g, without
+ * resview's own drop-in) is NVIDIA's runtime running resview next (above). */
+bool rv_node_gpu_default_chains(const struct rv_node_containerd *c, const struct rv_node_gpu *g);
 
 /* Detect again into c->gpu; 1 when what resview's configuration says about
  * it changes (the agent then rewrites it), 0 not, -1 err. Says what it found. */

@@ -14,12 +14,17 @@
 #    which source counted.
 # 2. The node agent (`resview node run`, directly, private paths, as in
 #    49-node-agent.sh) with resview as containerd's default, against a real
-#    containerd with CRI, pods made by tests/cri/kubelet.py: resview first,
-#    then the toolkit 1.13; the toolkit restarted; the toolkit uninstalled;
-#    the toolkit 1.18 (drop-in) installed beside resview; resview uninstalled
-#    while the toolkit stays; resview installed after a 1.18 toolkit. In
-#    each: a GPU pod gets its GPU and its views, a plain pod its views, and
-#    containerd's restarts are counted (one per tool and change, no loop).
+#    containerd with CRI, pods made by tests/cri/kubelet.py, in every order:
+#    resview first, then the toolkit 1.13 (whole-file rewrite) restarted and
+#    uninstalled; the toolkit 1.18 (drop-in + imports) installed beside
+#    resview, restarted; resview uninstalled while the toolkit stays; the
+#    toolkit first, then resview; the toolkit restarted and uninstalled then.
+#    In each: a GPU pod gets its GPU and its views, a plain pod its views, and
+#    containerd's restarts are counted: one per change (the toolkit's own, or
+#    resview's install/uninstall), never a second one - except the toolkit
+#    1.13 left on its defaults (it makes `nvidia` the default and its runtime
+#    runs runc next), where resview takes the default back with one more
+#    restart (the case README "GPU nodes" says to configure away).
 # Runs in a mount namespace of its own: the agent's configuration has no
 # state_dir or log file, so /run/resview and /var/log are private tmpfs here.
 if [ -z "${RV54_NS:-}" ]; then
@@ -44,7 +49,8 @@ for b in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-
          nvidia-container-runtime.experimental; do
     cp "$TOP/tests/lib/fake-nvidia-runtime" "$NVDIR/$b"
 done
-printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=${FAKE_NVIDIA_RUNTIMES:-runc}\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
+# its `runtimes`: FAKE_NVIDIA_RUNTIMES when a test sets it, else the configuration the toolkit writes
+printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=${FAKE_NVIDIA_RUNTIMES:-}\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
 NVRT=$NVDIR/nvidia-container-runtime
 
 # --- 1. the shim ---------------------------------------------------------------
@@ -71,8 +77,10 @@ t_eq "shim: gpu.containers=all: every container goes through it" "$(grep -c '^ru
 t_contains "…and gets no GPU it did not ask for" "$out" "GPUS="
 t_not_contains "…no device node" "$out" "nvidia"
 # NVIDIA's runtime configured to call resview next (the other order, both at once): no loop
+# (a bundle of its own: a run leaves NVIDIA's hook in config.json, which says NVIDIA's runtime ran)
+rv_bundle "$T/b-gpu3" '.process.args = ["/bin/sh", "-c", "'"$show"'"] | .process.env += ["NVIDIA_VISIBLE_DEVICES=1"]'
 : >"$NVLOG"
-out=$(cd "$T/b-gpu" && FAKE_NVIDIA_RUNTIMES=$RUNTIME:runc RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run g3 2>&1)
+out=$(cd "$T/b-gpu3" && FAKE_NVIDIA_RUNTIMES=$RUNTIME:runc RESVIEW_CONFIG=$T/gpu.json "$RUNTIME" --root "$T/runc-root" run g3 2>&1)
 t_eq "shim: NVIDIA's runtime names resview next: called once, no loop" "$(grep -c '^runtime run' "$NVLOG")" "1"
 t_contains "…and the container runs with its GPU" "$out" "nvidia1"
 # gone: the container starts without NVIDIA's runtime, with a warning
@@ -192,15 +200,19 @@ stop_pods() {
 : >"$T/pods"
 pexec() { $PY "$TOP/tests/cri/kubelet.py" "$T" exec "$CTD_SOCK" "$@" 2>&1; }
 GPU_ENV='[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "1"}]'
-# check_pods WHAT GPU(yes|no): a GPU pod (NVIDIA_VISIBLE_DEVICES=1, as the
-# device plugin sets it) and a plain pod, both through containerd's default
+# check_pods WHAT GPU(yes|no) [VIA]: a GPU pod (NVIDIA_VISIBLE_DEVICES=1, as
+# the device plugin sets it) and a plain pod, both through containerd's
+# default. VIA=nvidia: that default is NVIDIA's runtime, which runs resview
+# next (so it runs for the plain pod too, once for each pod).
 check_pods() {
-    local what=$1 gpu=$2 id out
+    local what=$1 gpu=$2 via=${3:-resview} id out
     : >"$NVLOG"
     id=$(run_pod gpu "$GPU_ENV")
     out=$(pexec "$id" -- /bin/sh -c 'ls /dev; grep MemTotal /proc/meminfo; env')
     if [ "$gpu" = yes ]; then
         t_contains "$what: GPU pod: through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime create NVIDIA_VISIBLE_DEVICES=1"
+        t_eq "$what: GPU pod: NVIDIA's runtime run once for its container, no loop" \
+            "$(grep -c '^runtime create NVIDIA_VISIBLE_DEVICES=1' "$NVLOG")" "1"
         t_contains "$what: GPU pod: its GPU's device node" "$out" "nvidia1"
         t_not_contains "$what: GPU pod: no other GPU" "$out" "nvidia0"
         t_contains "$what: GPU pod: SLURM_GPUS_ON_NODE=1" "$out" "SLURM_GPUS_ON_NODE=1"
@@ -212,7 +224,12 @@ check_pods() {
     : >"$NVLOG"
     id=$(run_pod plain '[]')
     out=$(pexec "$id" -- /bin/sh -c 'ls /dev; grep MemTotal /proc/meminfo; env')
-    t_eq "$what: plain pod: NVIDIA's runtime not called" "$(grep -c '^runtime' "$NVLOG")" "0"
+    if [ "$via" = nvidia ]; then
+        t_eq "$what: plain pod: through NVIDIA's runtime (the default), once for the sandbox and once for the container" \
+            "$(grep -c '^runtime create' "$NVLOG")" "2"
+    else
+        t_eq "$what: plain pod: NVIDIA's runtime not called" "$(grep -c '^runtime' "$NVLOG")" "0"
+    fi
     t_contains "$what: plain pod: its views (MemTotal 256 MiB)" "$out" "262144 kB"
     t_not_contains "$what: plain pod: no GPU" "$out" "nvidia"
 }
@@ -225,119 +242,164 @@ print(json.loads(st.info["config"])["containerd"]["defaultRuntimeName"])
 PY
 }
 export RUNTIME_DIR=$NVDIR RESTART_CMD=$T/ctd-restart CONTAINERD_BIN=containerd
+RVRT=$T/opt/current/bin/resview-runtime      # resview's BinaryName on this "node"
+NVCONF=$NVDIR/.config/nvidia-container-runtime/config.toml
+ALOG=""
+# toolkit WHAT ARGS...: one change by the toolkit (its restart included); the
+# agent ($ALOG) reads containerd's files again and is ready again; then the
+# node settles (nothing restarts containerd for 4 s) and containerd was
+# restarted exactly once, by the toolkit
+toolkit() {
+    local what=$1 n; shift
+    mark
+    n=$(log_count "$ALOG" "node ready in")
+    "$TK" "$@"
+    [ -z "$ALOG" ] || wait_log "$ALOG" "node ready in" $((n + 1))
+    t_ok "$what: a settled node" settled
+    t_eq "$what: containerd restarted once, by the toolkit ($(delta) in all)" "$(delta)" "1"
+}
 
-# 2a. resview first, then the toolkit 1.13
+# 2a. resview first, then the toolkit 1.13 on its defaults
 mark
-agent_start "$T/agent1.log"
-wait_log "$T/agent1.log" "node ready in" 1
+ALOG=$T/agent1.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
 t_eq "resview first: containerd restarted once" "$(delta)" "1"
-t_contains "…no NVIDIA runtime yet" "$(cat "$T/agent1.log")" "gpu: no NVIDIA runtime"
+t_contains "…no NVIDIA runtime yet" "$(cat "$ALOG")" "gpu: no NVIDIA runtime"
 t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
 mark
 $TK setup 1.13 "$CFG"
 t_ok "toolkit 1.13 installs: its own restart" test "$(delta)" -ge 1
-wait_log "$T/agent1.log" "gpu: NVIDIA's runtime" 1 && wait_log "$T/agent1.log" "node ready in" 2
+wait_log "$ALOG" "gpu: NVIDIA's runtime" 1 && wait_log "$ALOG" "node ready in" 2
 t_ok "…the agent saw it: a settled node" settled
-t_ok "…resview put its default back: at most one restart more, no loop ($(delta) in all)" test "$(delta)" -le 2
+t_eq "…NVIDIA's runtime runs runc next (1.13: its packaged default)" "$(grep -c docker-runc "$NVCONF")" "1"
+t_eq "…so resview took its default back: one restart more, no loop (the toolkit 1.13 on its defaults)" "$(delta)" "2"
 t_eq "…the running containerd's default is resview" "$(cri_default)" "resview"
 t_contains "…config.json chains to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\", \"containers\": \"gpu\""
 t_contains "…config.toml: the toolkit's entries" "$(cat "$CFG")" "runtimes.nvidia.options]"
 check_pods "resview first, toolkit 1.13 second" yes
 
-# 2b. the toolkit restarted (its pod restarts, rewrites the file, restarts containerd)
-mark
-n=$(log_count "$T/agent1.log" "node ready in")
-$TK setup 1.13 "$CFG"
-wait_log "$T/agent1.log" "node ready in" $((n + 1))
-t_ok "toolkit restarted: a settled node" settled
-t_ok "…one restart by the toolkit, at most one by resview ($(delta) in all)" test "$(delta)" -ge 1 -a "$(delta)" -le 2
+# 2b. the toolkit restarted (its pod: cleanup, then setup), configured as
+# README "GPU nodes" says: CONTAINERD_SET_AS_DEFAULT=false, or its runtime
+# running resview next (NVIDIA_CONTAINER_RUNTIME_RUNTIMES)
+toolkit "toolkit 1.13 pod stops (cleanup)" cleanup 1.13 "$CFG"
 t_eq "…resview the default" "$(cri_default)" "resview"
+CONTAINERD_SET_AS_DEFAULT=false toolkit "toolkit 1.13 (CONTAINERD_SET_AS_DEFAULT=false) starts" setup 1.13 "$CFG"
+t_eq "…resview still the default" "$(cri_default)" "resview"
+check_pods "toolkit 1.13 with CONTAINERD_SET_AS_DEFAULT=false" yes
+toolkit "toolkit 1.13 pod stops again" cleanup 1.13 "$CFG"
+NVIDIA_CONTAINER_RUNTIME_RUNTIMES=$RVRT,runc toolkit "toolkit 1.13 (its runtime running resview next) starts" setup 1.13 "$CFG"
+t_eq "…nvidia the default" "$(cri_default)" "nvidia"
+t_contains "…the agent took it as it is" "$(cat "$ALOG")" "its default runtime \`nvidia\` is NVIDIA's, which runs resview next"
+check_pods "toolkit 1.13 the default, running resview next" yes nvidia
 # resview's agent restarted (a rollout, an upgrade): nothing restarts containerd
 agent_stop
 mark
-agent_start "$T/agent1b.log"
-wait_log "$T/agent1b.log" "node ready in" 1
+ALOG=$T/agent1b.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
 t_ok "resview's agent restarted beside the toolkit: a settled node" settled
 t_eq "…containerd not restarted" "$(delta)" "0"
-t_contains "…it finds NVIDIA's runtime again" "$(cat "$T/agent1b.log")" "gpu: NVIDIA's runtime \`$NVRT\`"
+t_contains "…it finds NVIDIA's runtime again" "$(cat "$ALOG")" "gpu: NVIDIA's runtime \`$NVRT\`"
 
 # 2c. the toolkit uninstalled while resview stays
-mark
-$TK cleanup 1.13 "$CFG"
-wait_log "$T/agent1b.log" "gpu: no NVIDIA runtime" 1 && wait_log "$T/agent1b.log" "node ready in" 2
-t_ok "toolkit uninstalled: a settled node" settled
-t_eq "…its own restart only" "$(delta)" "1"
+toolkit "toolkit 1.13 uninstalled" cleanup 1.13 "$CFG"
 t_not_contains "…config.json no longer chains" "$(cat "$T/etc/config.json")" "gpu"
 t_contains "…resview's entry is still in config.toml" "$(cat "$CFG")" "runtimes.resview.options]"
 t_eq "…resview still the default" "$(cri_default)" "resview"
 check_pods "toolkit uninstalled" no
 
-# 2d. the toolkit 1.18 (drop-in) installed beside resview
-mark
-$TK setup 1.18 "$CFG"
-t_ok "toolkit 1.18: its drop-in" test -f "$T/ctd/config.d/99-nvidia.toml"
-wait_log "$T/agent1b.log" "wrote \`$T/ctd/config.d/99-zz-resview.toml\`" 1 && wait_log "$T/agent1b.log" "node ready in" 3
-t_ok "…a settled node" settled
-t_ok "…one restart by the toolkit, at most one by resview (its drop-in, merged after NVIDIA's; $(delta) in all)" \
-    test "$(delta)" -ge 1 -a "$(delta)" -le 2
+# 2d. the toolkit 1.18 (drop-in), on its defaults, installed beside resview:
+# it copies the merged CRI table (resview's entry with it), makes `nvidia` the
+# default, and runs containerd's default of the time (resview) next
+toolkit "toolkit 1.18 installed beside resview" setup 1.18 "$CFG"
+t_ok "…its drop-in" test -f "$T/ctd/config.d/99-nvidia.toml"
+t_eq "…its runtime runs resview next" "$(grep -c -- "\"$RVRT\"" "$NVCONF")" "1"
+t_eq "…nvidia the default" "$(cri_default)" "nvidia"
+t_ok "…no drop-in of resview's (NVIDIA's file has all it needs)" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
+check_pods "toolkit 1.18 beside resview" yes nvidia
+toolkit "toolkit 1.18 pod stops (cleanup)" cleanup 1.18 "$CFG"
 t_eq "…resview the default" "$(cri_default)" "resview"
-check_pods "toolkit 1.18 beside resview" yes
+toolkit "toolkit 1.18 pod starts again" setup 1.18 "$CFG"
+t_eq "…nvidia the default, running resview next" "$(cri_default)" "nvidia"
+check_pods "toolkit 1.18 restarted beside resview" yes nvidia
 cp "$T/ctd/config.d/99-nvidia.toml" "$T/99-nvidia.before"
+cp "$NVCONF" "$T/nvconf.before"
 
 # 2e. resview uninstalled while the toolkit stays (its pods deleted first)
 stop_pods
 agent_stop
 mark
-agent_start "$T/agent2.log" RESVIEW_NODE_MODE=uninstall
-wait_log "$T/agent2.log" "uninstalled from containerd\|makes resview containerd's default" 1
+ALOG=$T/agent2.log
+agent_start "$ALOG" RESVIEW_NODE_MODE=uninstall
+wait_log "$ALOG" "uninstalled from containerd\|makes resview containerd's default" 1
 t_ok "resview uninstall: a settled node" settled
 t_ok "…NVIDIA's drop-in byte for byte" cmp "$T/ctd/config.d/99-nvidia.toml" "$T/99-nvidia.before"
-t_ok "…resview's drop-in gone" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
+t_ok "…NVIDIA's runtime configuration byte for byte" cmp "$NVCONF" "$T/nvconf.before"
+t_ok "…no drop-in of resview's" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
 t_not_contains "…config.toml: no resview entry" "$(cat "$CFG")" "runtimes.resview"
 t_not_contains "…config.toml: resview not the default" "$(cat "$CFG")" "\"resview\""
-t_eq "…the toolkit's default is back" "$(cri_default)" "nvidia"
-t_contains "…NVIDIA's copy of the entry named" "$(cat "$T/agent2.log")" "keeps a \`resview\` runtime entry until the toolkit writes it again"
-wait_log "$T/agent2.log" "nothing of resview is left" 1
-t_eq "…restarts: one (resview's, to take its default out)" "$(delta)" "1"
+t_eq "…the toolkit's default stays" "$(cri_default)" "nvidia"
+t_contains "…NVIDIA's copy of the entry named" "$(cat "$ALOG")" "keeps a \`resview\` runtime entry until the toolkit writes it again"
+t_contains "…and NVIDIA's runtime running resview next" "$(cat "$ALOG")" "runs resview's runtime next (\`$NVCONF\`"
+wait_log "$ALOG" "nothing of resview is left" 1
+t_eq "…restarts: none (NVIDIA's file holds the default; a restart would change nothing)" "$(delta)" "0"
 agent_stop
+# a GPU pod after it: NVIDIA's runtime finds resview's runtime gone, runs runc
+: >"$NVLOG"
+id=$(run_pod gpu "$GPU_ENV")
+out=$(pexec "$id" -- /bin/sh -c 'ls /dev; env')
+t_contains "after resview's uninstall: a GPU pod through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime create NVIDIA_VISIBLE_DEVICES=1"
+t_contains "…has its GPU" "$out" "nvidia1"
+t_not_contains "…and nothing of resview" "$out" "SLURM_GPUS_ON_NODE"
+stop_pods
 
 # 2f. the toolkit first (1.18: its pod restarted after resview's uninstall,
 # cleanup when it ends, setup when it starts), then resview
-mark
-$TK cleanup 1.18 "$CFG"
-$TK setup 1.18 "$CFG"
-t_eq "toolkit 1.18 restarted: its two restarts" "$(delta)" "2"
+ALOG=""
+toolkit "toolkit 1.18 restarted without resview: cleanup" cleanup 1.18 "$CFG"
+toolkit "…setup" setup 1.18 "$CFG"
 t_not_contains "…its drop-in no longer names resview" "$(cat "$T/ctd/config.d/99-nvidia.toml")" "runtimes.resview"
+t_not_contains "…nor its runtime's configuration" "$(cat "$NVCONF")" "$RVRT"
 mark
-agent_start "$T/agent3.log"
-wait_log "$T/agent3.log" "node ready in" 1
+ALOG=$T/agent3.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
 t_ok "resview second: a settled node" settled
 t_eq "…one restart by resview" "$(delta)" "1"
+t_ok "…its drop-in beside NVIDIA's (which lacks its entry)" test -f "$T/ctd/config.d/99-zz-resview.toml"
 t_eq "…resview the default" "$(cri_default)" "resview"
 check_pods "toolkit 1.18 first, resview second" yes
-# the toolkit uninstalled: its drop-in goes, resview's copy of it too
-mark
-$TK cleanup 1.18 "$CFG"
-wait_log "$T/agent3.log" "removed resview's drop-in" 1 && wait_log "$T/agent3.log" "node ready in" 2
-t_ok "toolkit 1.18 uninstalled: a settled node" settled
-t_eq "…its own restart only" "$(delta)" "1"
-t_eq "…resview still the default" "$(cri_default)" "resview"
+# the toolkit restarted now: its cleanup takes NVIDIA's file away (resview's
+# copy of it goes too, no restart: the running containerd has what resview
+# wants), its setup copies resview's default and runs resview next
+toolkit "toolkit 1.18 restarted beside resview: cleanup" cleanup 1.18 "$CFG"
+t_ok "…resview's drop-in removed with NVIDIA's" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
+toolkit "…setup" setup 1.18 "$CFG"
+t_ok "…no drop-in of resview's" test ! -e "$T/ctd/config.d/99-zz-resview.toml"
+t_eq "…nvidia the default, running resview next" "$(cri_default)" "nvidia"
+check_pods "toolkit 1.18 restarted after resview" yes nvidia
+# the toolkit uninstalled: resview the default again, no restart of its own
+toolkit "toolkit 1.18 uninstalled" cleanup 1.18 "$CFG"
+t_eq "…resview the default" "$(cri_default)" "resview"
 check_pods "toolkit 1.18 uninstalled" no
 agent_stop
 
 # 2g. the toolkit 1.13 first, then resview (resview uninstalled first)
 stop_pods
 mark
-agent_start "$T/agent4.log" RESVIEW_NODE_MODE=uninstall
-wait_log "$T/agent4.log" "nothing of resview is left" 1
+ALOG=$T/agent4.log
+agent_start "$ALOG" RESVIEW_NODE_MODE=uninstall
+wait_log "$ALOG" "nothing of resview is left" 1
 agent_stop
 t_eq "resview uninstalled: one restart" "$(delta)" "1"
 t_eq "…the default is runc again" "$(cri_default)" "runc"
+ALOG=""
+toolkit "toolkit 1.13 first" setup 1.13 "$CFG"
 mark
-$TK setup 1.13 "$CFG"
-mark
-agent_start "$T/agent5.log"
-wait_log "$T/agent5.log" "node ready in" 1
+ALOG=$T/agent5.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
 t_ok "toolkit 1.13 first, resview second: a settled node" settled
 t_eq "…one restart by resview" "$(delta)" "1"
 t_eq "…resview the default" "$(cri_default)" "resview"

@@ -279,6 +279,57 @@ static void test_detect(void)
        rv_node_gpu_mode_parse("none") == RV_NODE_GPU_NONE && rv_node_gpu_mode_parse("some") < 0, "modes");
 }
 
+/* NVIDIA's runtime's own configuration: which runtime it runs next */
+static void nv_runtimes(const char *list)
+{
+    char cmd[1024];
+
+    sh("mkdir -p %s/nv/.config/nvidia-container-runtime%s", base, "");
+    snprintf(cmd, sizeof(cmd), "%s/nv/.config/nvidia-container-runtime/config.toml", base);
+    FILE *f = fopen(cmd, "w");
+    if (!f)
+        abort();
+    fprintf(f, "[nvidia-container-runtime]\n  runtimes = [%s]\n", list);
+    fclose(f);
+}
+
+static void test_nvidia_next(void)
+{
+    char bin[512], ours[512], conf[512], list[1200];
+
+    sh("mkdir -p %s/nv %s/opt/bin", base, base);
+    snprintf(bin, sizeof(bin), "%s/nv/nvidia-container-runtime", base);
+    snprintf(ours, sizeof(ours), "%s/opt/bin/resview-runtime", base);
+    sh("touch %s && chmod +x %s", ours, ours);
+    ok(rv_node_nvidia_next(0, bin, ours, conf, sizeof(conf)) == 0, "no configuration: not resview");
+    /* what the toolkit 1.18 writes after reading resview as containerd's default */
+    snprintf(list, sizeof(list), "\"%s\", \"runc\", \"crun\"", ours);
+    nv_runtimes(list);
+    ok(rv_node_nvidia_next(0, bin, ours, conf, sizeof(conf)) == 1 &&
+       strstr(conf, "/nv/.config/nvidia-container-runtime/config.toml"),
+       "runtimes names resview first: it runs resview next (%s)", conf);
+    /* a path that is gone is skipped, as NVIDIA's runtime skips it */
+    snprintf(list, sizeof(list), "\"/nonexistent/x\", \"%s\"", ours);
+    nv_runtimes(list);
+    ok(rv_node_nvidia_next(0, bin, ours, conf, sizeof(conf)) == 1, "a runtime that is not there is skipped");
+    /* 1.13's packaged default; and resview's binary gone (uninstalled) */
+    nv_runtimes("\"docker-runc\", \"runc\"");
+    ok(rv_node_nvidia_next(0, bin, ours, conf, sizeof(conf)) == 0, "docker-runc, runc: not resview");
+    snprintf(list, sizeof(list), "\"%s\", \"runc\"", ours);
+    nv_runtimes(list);
+    sh("rm %s%s", ours, "");
+    ok(rv_node_nvidia_next(0, bin, ours, conf, sizeof(conf)) == 0, "resview's binary gone: runc next");
+    sh("touch %s && chmod +x %s", ours, ours);
+
+    /* the default of the table that counts */
+    struct rv_node_gpu g = { .entry = "nvidia", .dflt = "nvidia" };
+    struct rv_node_containerd c = { .runtime_path = ours, .host_pid = 0 };
+    snprintf(g.runtime, sizeof(g.runtime), "%s", bin);
+    ok(rv_node_gpu_default_chains(&c, &g), "NVIDIA's the default, running resview next");
+    snprintf(g.dflt, sizeof(g.dflt), "runc");
+    ok(!rv_node_gpu_default_chains(&c, &g), "runc the default: no");
+}
+
 /* resview first, then toolkit 1.13 rewrites config.toml (markers lost), then
  * resview again, then each uninstalls. */
 static void test_rewrite(void)
@@ -343,6 +394,7 @@ int main(void)
     test_load();
     test_config();
     test_detect();
+    test_nvidia_next();
     test_rewrite();
     sh("rm -rf %s%s", base, "");
     return unit_done();
