@@ -67,7 +67,10 @@ lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did 
 repair reuse-$$ >"$T/out" 2>&1
 mem=$(mem_inside reuse-$$)
 t_eq "... and is repaired after the next LXCFS restart" "$mem" "524288"
-[ "$mem" = 524288 ] || { sed 's/^/#   repair: /' "$T/out"; inside reuse-$$ cat /proc/meminfo | head -3 | sed 's/^/#   inside: /'; }
+[ "$mem" = 524288 ] || { sed 's/^/#   repair: /' "$T/out"; inside reuse-$$ cat /proc/meminfo | head -3 | sed 's/^/#   inside: /'
+    for p in $(ps -eo pid=,stat= | awk '$2 ~ /D/ {print $1}'); do
+        echo "#   D: $p $(tr '\0' ' ' </proc/$p/cmdline) $(cat /proc/$p/stack 2>/dev/null | head -8 | awk '{print $2}' | tr '\n' ' ')"
+    done; }
 
 # 3a. an id beginning with '.'
 start_bg .dot-$$

@@ -10,7 +10,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/fuse/lib.sh"
 
-for tool in bindfs sshfs s3fs rclone fusermount3 ssh-keygen npm node runc crun jq; do
+for tool in bindfs sshfs s3fs rclone fusermount3 ssh-keygen$(s3rver_cached || echo " npm") node runc crun jq; do
     command -v "$tool" >/dev/null || { echo "not ok - $tool missing (make deps installs tests/deps.d/fuse.txt)"; exit 1; }
 done
 [ -x /usr/sbin/sshd ] || { echo "not ok - sshd missing (make deps installs tests/deps.d/fuse.txt)"; exit 1; }

@@ -14,7 +14,7 @@ source "$TOP/tests/cri/engines.sh"
 source "$TOP/tests/fuse/lib.sh"
 PY=/usr/bin/python3   # Debian's grpcio lives there
 
-for tool in containerd ctr bindfs sshfs s3fs npm jq; do
+for tool in containerd ctr bindfs sshfs s3fs$(s3rver_cached || echo " npm") jq; do
     command -v "$tool" >/dev/null || { echo "not ok - $tool missing (make deps)"; exit 1; }
 done
 fuse_probe_build || exit 1

@@ -141,6 +141,8 @@ CONF
     wait_port "$SSH_PORT" || { echo "sshd did not start:"; cat "$T/ssh/log"; return 1; }
 }
 
+# s3rver_cached: s3rver is installed in the cache (npm is needed only to install it)
+s3rver_cached() { [ -x "$TOP/build/test-cache/s3rver/node_modules/.bin/s3rver" ]; }
 s3rver_start() {
     local cache=$TOP/build/test-cache/s3rver
     if [ ! -x "$cache/node_modules/.bin/s3rver" ]; then

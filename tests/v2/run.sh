@@ -42,7 +42,7 @@ if [ -z "$accel" ]; then
 fi
 case $accel in
 kvm) cpu=host ;;
-tcg) accel=tcg,thread=multi cpu=max ;;
+tcg) accel=tcg,thread=multi cpu=${RESVIEW_V2_CPU:-max} ;;
 *) fail "RESVIEW_V2_ACCEL: kvm or tcg, not $accel" ;;
 esac
 
@@ -62,7 +62,7 @@ start=$(date +%s)
 timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
     -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
     -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 resview.top=$TOP" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
     -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
     -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
     -nic none </dev/null >"$RUN/console.log" 2>&1
