@@ -50,6 +50,7 @@ struct node {
     const char *rv_config;
     const char *lock_path;
     char guard[PATH_MAX];       /* lock_path.restarted */
+    char nv_record[PATH_MAX];   /* lock_path.nvidia */
     char runtime_path[PATH_MAX];
     char hook_path[PATH_MAX];
 };
@@ -560,13 +561,15 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
     }
     if (rv_snprintf(n.runtime_path, sizeof(n.runtime_path), "%s/current/bin/resview-runtime", n.prefix) < 0 ||
         rv_snprintf(n.hook_path, sizeof(n.hook_path), "%s/current/bin/resview-hook", n.prefix) < 0 ||
-        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0) {
+        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0 ||
+        rv_snprintf(n.nv_record, sizeof(n.nv_record), "%s.nvidia", n.lock_path) < 0) {
         fprintf(stderr, "resview node: --prefix or --lock is too long\n");
         return 2;
     }
     n.ctd.runtime_path = n.runtime_path;
     n.ctd.hook_path = n.hook_path;
     n.ctd.guard = n.guard;
+    n.ctd.nv_record = n.nv_record;
     rv_node_signals_block();
 
     struct rv_error err = { 0 };
