@@ -290,9 +290,10 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
             return rv_fail(err, EINTR, "stopped");
     }
     if (r == 0 && nvdef[0] && c->set_default && !c->uninstall) {
-        if (nv_chain(c, nvdef, why, sizeof(why), err) < 0)
+        int k = nv_chain(c, nvdef, why, sizeof(why), err);
+        if (k < 0)
             return -1;
-        while ((r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), err)) < 0) {
+        while (k == 1 && (r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), err)) < 0) {
             if (rv_now_ms() > deadline)
                 return rv_wrap(err, "containerd does not answer");
             if (!rv_node_nap(1000))
