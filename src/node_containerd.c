@@ -199,11 +199,11 @@ static void nv_dirname(const char *bin, char *dir, size_t size)
 }
 
 /* The NVIDIA directories whose runtime configuration resview may have edited:
- * the one it recorded, NVIDIA's runtime in containerd's files, extra (the
- * running default's), the GPU operator's default. */
-static int nv_candidates(const struct rv_node_containerd *c, const char *extra_bin, char dirs[4][PATH_MAX])
+ * the one it recorded, NVIDIA's runtime in containerd's files, the GPU
+ * operator's default (last: a guess). */
+static int nv_candidates(const struct rv_node_containerd *c, char dirs[3][PATH_MAX], bool guess[3])
 {
-    char cand[4][PATH_MAX] = { "", "", "", NV_TOOLKIT_ROOT };
+    char cand[3][PATH_MAX] = { "", "", NV_TOOLKIT_ROOT };
     struct rv_node_gpu g;
     struct rv_error e;
     int n = 0;
@@ -212,34 +212,43 @@ static int nv_candidates(const struct rv_node_containerd *c, const char *extra_b
         cand[0][0] = '\0';
     if (rv_node_gpu_detect(c->config, c->runtime_path, &g, &e) == 0 && g.runtime[0])
         nv_dirname(g.runtime, cand[1], sizeof(cand[1]));
-    if (extra_bin && extra_bin[0])
-        nv_dirname(extra_bin, cand[2], sizeof(cand[2]));
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 3; i++) {
         bool dup = cand[i][0] != '/';
         for (int j = 0; j < n && !dup; j++)
             dup = strcmp(dirs[j], cand[i]) == 0;
-        if (!dup)
+        if (!dup) {
+            guess[n] = i == 2;
             snprintf(dirs[n++], PATH_MAX, "%s", cand[i]);
+        }
     }
     return n;
 }
 
 /* resview's edit taken out of NVIDIA's runtime configuration wherever it is:
  * not needed (the running default is not NVIDIA's runtime), or uninstall. */
-static int nv_restore(const struct rv_node_containerd *c, const char *extra_bin, const char *reason,
-                      struct rv_error *err)
+static int nv_restore(const struct rv_node_containerd *c, const char *reason, struct rv_error *err)
 {
-    char dirs[4][PATH_MAX], conf[PATH_MAX];
-    int n = nv_candidates(c, extra_bin, dirs);
+    char dirs[3][PATH_MAX], conf[PATH_MAX];
+    bool guess[3], failed = false;
+    int n = nv_candidates(c, dirs, guess);
 
     for (int i = 0; i < n; i++) {
-        int r = rv_node_nvidia_edit(c->host_pid, dirs[i], c->runtime_path, false, conf, sizeof(conf), err);
-        if (r < 0)
+        struct rv_error e = { 0 };
+        int r = rv_node_nvidia_edit(c->host_pid, dirs[i], c->runtime_path, false, conf, sizeof(conf), &e);
+        /* a directory guessed, or an edit that is not needed: not a reason to stop; at uninstall
+         * one that resview made and cannot put back is (the agent tries again) */
+        if (r < 0 && !guess[i] && c->uninstall) {
+            *err = e;
             return -1;
+        }
+        if (r < 0 && !guess[i]) {
+            rv_node_say("containerd: cannot put back NVIDIA's runtime configuration in `%s`: %s", dirs[i], e.msg);
+            failed = true;
+        }
         if (r == 1)
             rv_node_say("containerd: `%s` put back as NVIDIA's toolkit wrote it, byte for byte (%s)", conf, reason);
     }
-    if (c->nv_record)
+    if (c->nv_record && !failed)
         unlink(c->nv_record);
     return 0;
 }
@@ -303,7 +312,7 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
     if (r == 1) {
         /* resview's edit of NVIDIA's runtimes is kept only while it is what makes the default give views */
         if ((!nvdef[0] || !c->set_default || c->uninstall) &&
-            nv_restore(c, NULL, "the running default is not NVIDIA's runtime", err) < 0)
+            nv_restore(c, "the running default is not NVIDIA's runtime", err) < 0)
             return -1;
         rv_node_say("containerd: runs with the configuration wanted%s%s; not restarted", why[0] ? ": " : "", why);
         return 0;
@@ -340,7 +349,7 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
             if (!c->uninstall && (!nvdef[0] || !c->set_default) &&
-                nv_restore(c, NULL, "the running default is not NVIDIA's runtime", err) < 0)
+                nv_restore(c, "the running default is not NVIDIA's runtime", err) < 0)
                 return -1;
             /* the guard is for restarts that did not help: this one did, and the
              * same file may need one again after another tool's restart (NVIDIA's
@@ -440,7 +449,7 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
                        errno == ENOENT ? ": containerd runs on built-in defaults; write them first "
                        "(containerd config default > FILE) or set RESVIEW_NODE_CONTAINERD_CONFIG" : "");
     if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0 ||
-        (c->uninstall && nv_restore(c, NULL, "resview's uninstall", err) < 0))
+        (c->uninstall && nv_restore(c, "resview's uninstall", err) < 0))
         return -1;
     fflush(stdout);
     if (make_effective(c, restarted, err) < 0)
