@@ -1,7 +1,8 @@
 /* GPU nodes: counting GPUs the ways they are handed out, whether a container
  * asks for one, gpu.* in the configuration, NVIDIA's runtime found in
  * containerd's files (tests/samples/nvidia: what NVIDIA's toolkit 1.13 and
- * 1.18 write), and resview's entry through the toolkit's whole-file rewrite. */
+ * 1.18 write), resview's entry through the toolkit's whole-file rewrite, and
+ * resview put first in NVIDIA's runtimes (and put back, byte for byte). */
 #define _GNU_SOURCE
 #include "resview/config.h"
 #include "resview/engine.h"
