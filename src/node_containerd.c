@@ -30,6 +30,7 @@
 
 static bool nvidia_binary(const char *bin);
 static uint64_t full_signature(const struct rv_node_containerd *c, const char *nvidia_bin);
+static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err);
 
 bool rv_node_restart_valid(const char *r)
 {
@@ -300,7 +301,9 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
     }
     if (r == 0 && nvdef[0] && c->set_default && !c->uninstall) {
         int k = nv_chain(c, nvdef, why, sizeof(why), err);
-        if (k < 0)
+        /* NVIDIA's default now runs resview next: a drop-in of resview's written
+         * for want of it (beside NVIDIA's 1.18 drop-in) is not needed */
+        if (k < 0 || (k == 1 && dropin_apply(c, err) < 0))
             return -1;
         while (k == 1 && (r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), err)) < 0) {
             if (rv_now_ms() > deadline)
