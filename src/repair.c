@@ -222,9 +222,10 @@ static int locate(struct repair_ctx *c, ino_t ns)
     for (size_t i = 0; i < c->ns_map_n; i++) {
         if (c->ns_map[i].ns != ns)
             continue;
-        /* a user's record naming a namespace of someone else: no need to
-         * look at each of its processes (the injector refuses it anyway) */
-        if (!(c->req.check_owner && !owned_by(c->ns_map[i].pid, c->req.owner)) &&
+        /* A namespace keeps its owner for life: one of a user's records that
+         * another owner's namespace now answers is one whose inode number was
+         * used again after the recorded namespace ended: gone. */
+        if ((c->req.check_owner && !owned_by(c->ns_map[i].pid, c->req.owner)) ||
             !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
             continue;
         snprintf(path, sizeof(path), "/proc/%d", (int)c->ns_map[i].pid);

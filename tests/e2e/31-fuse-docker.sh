@@ -39,8 +39,8 @@ fuse_clients_rootfs "$T/fuse-rootfs"
 tar -C "$T/fuse-rootfs" -cf "$T/fuse.tar" .
 dk import "$T/fuse.tar" rvtest:fuse >/dev/null || { echo "not ok - docker import"; exit 1; }
 
-run() { dk run --rm --cgroup-parent "$CG_PARENT" --runtime resview "$@"; }
-runf() { dk run --rm --cgroup-parent "$CG_PARENT" --runtime resview-fuse "$@"; }
+run() { dk run --rm --cgroup-parent "$ENGINE_CG_PARENT" --runtime resview "$@"; }
+runf() { dk run --rm --cgroup-parent "$ENGINE_CG_PARENT" --runtime resview-fuse "$@"; }
 
 # docker's default capabilities: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID
 # SETUID SETPCAP NET_BIND_SERVICE NET_RAW SYS_CHROOT MKNOD AUDIT_WRITE SETFCAP.
@@ -57,7 +57,7 @@ t_contains "docker --runtime resview-fuse: the shim edited docker's profile (log
     "$(cat "$T/resview.log" 2>/dev/null)" "mount calls to the broker (engine profile)"
 
 # docker exec: runc hands the broker the exec'd process's own notify fd.
-cid=$(dk run -d --cgroup-parent "$CG_PARENT" --runtime resview-fuse rvtest:fuse sleep 60)
+cid=$(dk run -d --cgroup-parent "$ENGINE_CG_PARENT" --runtime resview-fuse rvtest:fuse sleep 60)
 out=$(dk exec "$cid" /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /mnt/fuse/hello && umount /mnt/fuse && echo "exec umount ok"' 2>&1)
 t_contains "docker exec into a FUSE container: bindfs mounts, reads" "$out" "hello through fuse"
 t_contains "docker exec into a FUSE container: and unmounts" "$out" "exec umount ok"

@@ -22,15 +22,15 @@ rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" '{fuse:
 # conmon does not pass its environment to the runtime: a wrapper does.
 printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/rv-runtime"
 chmod +x "$T/rv-runtime"
-printf '[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
-    "$T/pm-events.log" >"$T/containers.conf"
+printf '[engine]\ncgroup_manager = "%s"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
+    "$ENGINE_CGROUPS" "$T/pm-events.log" >"$T/containers.conf"
 export CONTAINERS_CONF=$T/containers.conf
-pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager cgroupfs "$@"; }
+pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager "$ENGINE_CGROUPS" "$@"; }
 t_cleanup "pm rm -af -t 0"
 # podman's default ulimits exceed what this machine allows; MKNOD so that the
 # device cgroup, not a missing capability, stops the GPU node.
 run() {
-    pm run --rm --network none --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
+    pm run --rm --network none --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$T/rv-runtime" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --cap-add MKNOD "$@"
 }
 s3rver_start || exit 1
@@ -55,7 +55,7 @@ printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config-crun.json" "$RUN
 chmod +x "$T/rv-runtime-crun"
 for next in runc crun; do
     rtw=$T/rv-runtime; [ "$next" = crun ] && rtw=$T/rv-runtime-crun
-    out=$(pm run --rm --network none --cgroup-parent "$CG_PARENT" --runtime "$rtw" \
+    out=$(pm run --rm --network none --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$rtw" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --cap-add MKNOD \
         --annotation resview.io/fuse=true localhost/rvtest:fuse /bin/sh -c "$SCRIPT" 2>&1)
     l="podman --annotation ($next)"
@@ -83,14 +83,14 @@ t_contains "podman: the shim edited podman's profile (log)" \
 
 # Two more clients: rclone mount, and s3fs against an S3 server on loopback (host network).
 for c in rclone s3fs; do
-    out=$(pm run --rm --network host --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
+    out=$(pm run --rm --network host --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$T/rv-runtime" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --annotation resview.io/fuse=true \
         localhost/rvtest:fuse /bin/sh -c "$(client_script "$c" "/mnt/$c")" 2>&1)
     check_client "podman --annotation, $c" "$c" "$out"
 done
 
 # podman exec: the exec'd process's own notify fd reaches the broker.
-pm run -d --name "fx-$$" --network none --cgroup-parent "$CG_PARENT" --runtime "$T/rv-runtime" \
+pm run -d --name "fx-$$" --network none --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$T/rv-runtime" \
     --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --annotation resview.io/fuse=true \
     localhost/rvtest:fuse sleep 60 >/dev/null
 out=$(pm exec "fx-$$" /bin/sh -c 'bindfs --no-allow-other /src /mnt/fuse && cat /mnt/fuse/hello && fusermount3 -u /mnt/fuse && echo "exec unmounted"' 2>&1)

@@ -63,7 +63,7 @@ $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out=
 scenario() { # NAME NAMESPACE HANDLER POD_ANNOTATIONS_JSON CONTAINERS_JSON
     mkdir -p "$T/podlogs/$1"
     jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg ns "$2" --arg h "$3" --arg logs "$T/podlogs/$1" \
-        --arg cg "$CG_PARENT/$1" --argjson pa "$4" --argjson cs "$5" \
+        --arg cg "$(pod_cgroup "$1")" --argjson pa "$4" --argjson cs "$5" \
         '{socket: $sock, handler: $h,
           pod: {name: $name, uid: ("uid-" + $name), namespace: $ns, log_dir: $logs,
                 cgroup_parent: $cg, annotations: $pa}, containers: $cs}' >"$T/$1.json"

@@ -218,8 +218,8 @@ for rt in runc crun; do
     make_bundle "$b" "RT=$rt; $CAP"
     # the runtime (and so the broker it starts) in a memory cgroup of its own
     rtcg=/resview-test/$(basename "$T")/rt-$rt
-    mkdir -p "/sys/fs/cgroup/memory$rtcg"
-    (echo $BASHPID >"/sys/fs/cgroup/memory$rtcg/cgroup.procs"; run_shim "$rt" "$id" "$b") >"$T/cap-$rt.out" 2>&1 & bg=$!
+    cg_limit "$rtcg" "" ""
+    (cg_enter "$rtcg"; run_shim "$rt" "$id" "$b") >"$T/cap-$rt.out" 2>&1 & bg=$!
     wait_file "$T/ctl/cap-ready-$rt"
     c0=$(kmem "$CG_PARENT/b-cap-$rt"); r0=$(kmem "$rtcg")
     touch "$T/ctl/cap-start-$rt"

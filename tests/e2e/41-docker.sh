@@ -20,7 +20,7 @@ dockerd_start "$T/daemon.json" || exit 1
 rv_image_tar "$T/img.tar"
 dk import "$T/img.tar" rvtest:busybox >/dev/null
 
-run() { dk run --rm --cgroup-parent "$CG_PARENT" "$@"; }
+run() { dk run --rm --cgroup-parent "$ENGINE_CG_PARENT" "$@"; }
 
 out=$(run --runtime resview --cpus 1.5 -m 512m rvtest:busybox /bin/env 2>&1)
 t_contains "docker --runtime resview --cpus 1.5: GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
@@ -48,7 +48,7 @@ out=$(run --runtime resview rvtest:busybox /bin/sh -c "$probe" 2>&1)
 t_not_contains "docker without the request: no /dev/fuse" "$out" "has-fuse"
 t_contains "docker without the request: no CAP_SYS_ADMIN" "$out" "sysadmin=0"
 
-id=$(dk run -d --cgroup-parent "$CG_PARENT" --runtime resview --cpus 1.5 rvtest:busybox /bin/sleep 300)
+id=$(dk run -d --cgroup-parent "$ENGINE_CG_PARENT" --runtime resview --cpus 1.5 rvtest:busybox /bin/sleep 300)
 out=$(dk exec "$id" /bin/env 2>&1)
 t_contains "docker exec sees the variables too" "$out" "GOMAXPROCS=2"
 dk rm -f "$id" >/dev/null 2>&1

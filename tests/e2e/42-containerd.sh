@@ -47,7 +47,7 @@ $PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out=
 t_ok "cri.proto matches the CRI API compiled into containerd" $PY "$TOP/tests/cri/check-proto.py" "$T" "$(command -v containerd)"
 
 scenario() { # NAME POD_ANNOTATIONS_JSON CONTAINERS_JSON [HANDLER]
-    jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg logs "$T/podlogs/$1" --arg cg "$CG_PARENT/$1" \
+    jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg logs "$T/podlogs/$1" --arg cg "$(pod_cgroup "$1")" \
         --argjson pa "$2" --argjson cs "$3" --arg h "${4-resview}" \
         '{socket: $sock, handler: $h,
           pod: {name: $name, uid: ("uid-" + $name), namespace: "default", log_dir: $logs,

@@ -18,7 +18,7 @@ RUNTIME=$T/resview-runtime
 cat >"$T/containers.conf" <<CONF
 # test containers.conf
 [engine]
-cgroup_manager = "cgroupfs"
+cgroup_manager = "$ENGINE_CGROUPS"
 events_logger = "file"
 events_logfile_path = "$T/podman-events.log"
 
@@ -28,11 +28,11 @@ CONF
 cp "$T/containers.conf" "$T/containers.conf.orig"
 export CONTAINERS_CONF=$T/containers.conf
 pm() {
-    podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager cgroupfs "$@"
+    podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager "$ENGINE_CGROUPS" "$@"
 }
 t_cleanup "pm rm -af -t 0"   # (not `system reset`: it also clears host-wide network files)
 run() {
-    pm run --rm --network none --cgroup-parent "$CG_PARENT" \
+    pm run --rm --network none --cgroup-parent "$ENGINE_CG_PARENT" \
         --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "$@"
 }
 rv_image_tar "$T/img.tar"

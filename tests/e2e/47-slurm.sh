@@ -1,6 +1,6 @@
 #!/bin/bash
 # 47-slurm.sh - Slurm (Debian's slurmctld/slurmd 22.05 with munge) on private
-# ports and directories, with task/cgroup on cgroup v1 as sites run it:
+# ports and directories, with task/cgroup on cgroup v1 or v2 as sites run it:
 # `srun --container` through a site oci.conf (runc `run`), then the same
 # oci.conf routed through resview-runtime by `resview configure
 # --engine=slurm` (a job's own allocation: the cpuset and memory cgroups Slurm
@@ -65,9 +65,17 @@ NodeName=$NODE NodeHostname=$H NodeAddr=127.0.0.1 CPUs=$(nproc --all) RealMemory
 PartitionName=rv Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 # Debian's Slurm (built for several slurmd on one host) makes its cgroups
-# under /slurm_<NodeName> of each v1 hierarchy: private to this run.
+# under /slurm_<NodeName> of each v1 hierarchy, and on v2 in a systemd scope
+# <NodeName>_slurmstepd.scope (asked of systemd over D-Bus) with
+# job_N/step_M/user/task_K below it: private to this run.
+if cg_is_v2; then
+    CG_PLUGIN=cgroup/v2 JOB_CG_PREFIX="0::/system.slice/${NODE}_slurmstepd.scope/job_"
+    t_cleanup "systemctl stop ${NODE}_slurmstepd.scope"
+else
+    CG_PLUGIN=cgroup/v1 JOB_CG_PREFIX=":cpuset:/slurm_$NODE/uid_0/job_"
+fi
 cat >"$T/cgroup.conf" <<CONF
-CgroupPlugin=cgroup/v1
+CgroupPlugin=$CG_PLUGIN
 ConstrainCores=yes
 ConstrainRAMSpace=yes
 CONF
@@ -105,13 +113,14 @@ t_contains "the shim ran for the Slurm step (log)" "$(cat "$T/resview.log" 2>/de
 t_eq "a real Slurm job: resview adds no SLURM_* (Slurm's own SLURM_CPUS_PER_TASK only)" \
     "$(grep '^SLURM_CPUS_PER_TASK=' <<<"$out")" "SLURM_CPUS_PER_TASK=2"
 
-# A job's own allocation, as task/cgroup made it: the task sits at cpu:/,
-# cpuset:/slurm/uid_0/job_N/step_0 and memory:/slurm/uid_0/job_N/step_0/task_0
+# A job's own allocation, as task/cgroup made it: on v1 the task sits at cpu:/,
+# cpuset:/slurm/uid_0/job_N/step_0 and memory:/slurm/uid_0/job_N/step_0/task_0,
+# on v2 at .../job_N/step_0/user/task_0, runc's container beside it in user/
 # (the bundle, as users write them, has no cgroupsPath).
 rv_bundle "$T/b2" 'del(.linux.cgroupsPath)'
 out=$(timeout 120 srun -N1 -n1 -c1 --mem=512M -w "$NODE" --container="$T/b2" \
     /bin/sh -c 'env; grep MemTotal /proc/meminfo; cat /proc/self/cgroup' 2>&1)
-t_contains "srun -c1 --mem=512M: the job's cpuset cgroup is Slurm's" "$out" ":cpuset:/slurm_$NODE/uid_0/job_"
+t_contains "srun -c1 --mem=512M: the job's cgroup is Slurm's ($CG_PLUGIN)" "$out" "$JOB_CG_PREFIX"
 t_contains "srun -c1 --mem=512M: GOMAXPROCS=1 (the job's cpuset)" "$out" "GOMAXPROCS=1"
 t_contains "... OMP_NUM_THREADS=1" "$out" "OMP_NUM_THREADS=1"
 t_eq "... Slurm's own SLURM_CPUS_PER_TASK, once" "$(grep '^SLURM_CPUS_PER_TASK=' <<<"$out")" "SLURM_CPUS_PER_TASK=1"

@@ -118,7 +118,7 @@ cat >"$T/node-sbin/systemctl" <<EOF
 #!/bin/sh
 # stands in for systemctl on the test node: restarts the one containerd
 [ "\$*" = "restart containerd" ] || { echo "systemctl (test stand-in): only restart containerd" >&2; exit 1; }
-echo "restart in \$(grep -m1 cpu /proc/self/cgroup), root \$(ls /.node-root)" >>"$T/restarts"
+echo "restart in \$(grep -m1 '$(cg_is_v2 && echo '^0::' || echo ':cpu')' /proc/self/cgroup), root \$(ls /.node-root)" >>"$T/restarts"
 "$T/node-containerd" stop
 "$T/node-containerd" start
 EOF
@@ -141,7 +141,7 @@ node_kill_all() {   # every container of the node, then containerd
         [ -e "/proc/$p/root/.node-root" ] && kill -9 "$p" 2>/dev/null
     done
     # what no runtime could stop (a pod whose runtime binary is gone): the test's own cgroups
-    for p in $(cat $(find "/sys/fs/cgroup/pids$CG_PARENT" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
+    for p in $(cat $(find "$(cg_dir pids "$CG_PARENT")" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
         kill -9 "$p" 2>/dev/null
     done
 }
@@ -155,6 +155,9 @@ fuse_abort() {  # a deadlocked LXCFS: abort its FUSE connection so that its D-st
     # runc's kill of a pod froze its cgroup around processes that could not stop
     for f in $(find "/sys/fs/cgroup/freezer$CG_PARENT" -name freezer.state 2>/dev/null); do
         echo THAWED >"$f" 2>/dev/null
+    done
+    for f in $(find "/sys/fs/cgroup$CG_PARENT" -name cgroup.freeze 2>/dev/null); do
+        echo 0 >"$f" 2>/dev/null
     done
 }
 t_cleanup "node_kill_all"
@@ -185,7 +188,7 @@ agent_env() { # [MODE]
     jq -n --arg p "$NODE_INIT" --arg d "$([ "$MODE" = default ] && echo true || echo false)" --arg m "${1:-install}" \
         '{RESVIEW_NODE_HOST_PID: $p, RESVIEW_NODE_SET_AS_DEFAULT: $d, RESVIEW_NODE_MODE: $m}'
 }
-agent_pids() { cat "/sys/fs/cgroup/pids$CG_PARENT/$1/$(cid "$1" agent)/cgroup.procs" 2>/dev/null; }
+agent_pids() { cat "$(cg_dir pids "$CG_PARENT/$1/$(cid "$1" agent)")/cgroup.procs" 2>/dev/null; }
 kill_agent() { # NAME: the agent's container SIGKILLed, LXCFS first (the OOM killer): a dead mount
     kill -9 "$(cat "$NODE/var/lib/resview/lxcfs.pid")" $(agent_pids "$1") 2>/dev/null
     sleep 0.3

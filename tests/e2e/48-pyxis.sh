@@ -38,17 +38,16 @@ mkdir -p "$T/userlog" && chown "$JOB_UID:$JOB_UID" "$T/userlog"
 rv_config "$T/config.json" "$(jq -n --arg l "$T/userlog/resview.log" '{log: {file: $l}}')"
 chmod 0644 "$T/config.json"
 
-# the job's cgroups (task/cgroup, v1): cpuset of one CPU at the step, 512 MiB at the job
+# the job's cgroups (task/cgroup): a cpuset of one CPU at the step, 512 MiB at
+# the job; the task at task_0 (on v1 Slurm's per-controller paths: cpuset at
+# the step, memory at task_0, cpu at the root)
 JOB=resview-test/$(basename "$T")/job_4242
-mkdir -p "/sys/fs/cgroup/cpuset/$JOB/step_0" "/sys/fs/cgroup/memory/$JOB/step_0/task_0"
-d=/sys/fs/cgroup/cpuset
-for part in ${JOB//\// } step_0; do
-    d=$d/$part
-    [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
-    [ "$part" = step_0 ] && echo 0 >"$d/cpuset.cpus"
-    [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-done
-echo 536870912 >"/sys/fs/cgroup/memory/$JOB/memory.limit_in_bytes"
+cg_limit "$JOB" "" 536870912
+cg_limit "$JOB/step_0" "" ""
+cg_cpuset "$JOB/step_0" 0
+cg_limit "$JOB/step_0/task_0" "" ""
+if cg_is_v2; then JOB_JOIN="echo \$\$ >/sys/fs/cgroup/$JOB/step_0/task_0/cgroup.procs"
+else JOB_JOIN="echo \$\$ >/sys/fs/cgroup/cpuset/$JOB/step_0/cgroup.procs && echo \$\$ >/sys/fs/cgroup/memory/$JOB/step_0/task_0/cgroup.procs"; fi
 
 # enroot's installation: the site's hooks.d with resview's hook, environ.d as shipped
 SYSCONF=$T/etc-enroot
@@ -118,8 +117,7 @@ pyxis_task() {
     rm -f "$d/container.env"
     # step 1 and 2: pyxis's environment, the job's user, enroot's exports and namespaces,
     # in the job's cpuset and memory cgroups (cpu stays at the root)
-    sh -c 'echo $$ >/sys/fs/cgroup/cpuset/'"$JOB"'/step_0/cgroup.procs &&
-           echo $$ >/sys/fs/cgroup/memory/'"$JOB"'/step_0/task_0/cgroup.procs && exec "$@"' sh \
+    sh -c "$JOB_JOIN"' && exec "$@"' sh \
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${imported[@]}" SLURM_JOB_UID=$JOB_UID SLURM_JOB_GID=$JOB_UID \
         PYXIS_RUNTIME_PATH=/run/pyxis PYXIS_VERSION=0.24.0 \
         XDG_DATA_HOME=$d/home/.local/share XDG_CONFIG_HOME=$d/home/.config XDG_CACHE_HOME=$d/home/.cache \

@@ -24,6 +24,19 @@ CRUN_V1=$TOP/tests/lib/crun-v1
 T_N=0
 # Containers go under this cgroup (unique per test run), removed at exit.
 CG_PARENT=/resview-test/$(basename "$T")
+# Engines on a systemd host with cgroup v2 use systemd's cgroup driver, as
+# nodes do (docker's and podman's default there; containerd's SystemdCgroup =
+# true): ENGINE_CGROUPS is systemd or cgroupfs, ENGINE_CG_PARENT the parent
+# the tests give an engine (a slice, or $CG_PARENT), pod_cgroup NAME a CRI
+# pod's cgroup_parent (kubepods-burstable-podUID.slice, or below $CG_PARENT).
+TID=$(basename "$T" | tr -dc 'a-zA-Z0-9')
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then
+    ENGINE_CGROUPS=systemd ENGINE_CG_PARENT=rvtest-$TID.slice
+    pod_cgroup() { echo "kubepods-burstable-pod${TID}_${1//[^a-zA-Z0-9]/_}.slice"; }
+else
+    ENGINE_CGROUPS=cgroupfs ENGINE_CG_PARENT=$CG_PARENT
+    pod_cgroup() { echo "$CG_PARENT/$1"; }
+fi
 
 _t_cleanups=()
 t_cleanup() { _t_cleanups+=("$1"); }
@@ -51,6 +64,8 @@ _t_exit() {
         kill -9 $left 2>/dev/null
         sleep 0.3
     fi
+    [ "$ENGINE_CGROUPS" = systemd ] &&
+        systemctl stop "rvtest-$TID.slice" "kubepods-burstable-pod${TID}_*.slice" >/dev/null 2>&1
     for c in /sys/fs/cgroup/*/resview-test /sys/fs/cgroup/resview-test; do
         [ -d "$c/$(basename "$T")" ] || continue
         find "$c/$(basename "$T")" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -176,14 +191,16 @@ cg_limit() {
     for c in cpu cpuacct cpuset memory; do mkdir -p "/sys/fs/cgroup/$c/$path"; done
     d=/sys/fs/cgroup/cpuset
     for part in ${path//\// }; do
+        [ -n "$(cat "$d/$part/cpuset.cpus")" ] || cat "$d/cpuset.cpus" >"$d/$part/cpuset.cpus"
+        [ -n "$(cat "$d/$part/cpuset.mems")" ] || cat "$d/cpuset.mems" >"$d/$part/cpuset.mems"
         d=$d/$part
-        [ -n "$(cat "$d/cpuset.cpus")" ] || cat /sys/fs/cgroup/cpuset/cpuset.cpus >"$d/cpuset.cpus"
-        [ -n "$(cat "$d/cpuset.mems")" ] || cat /sys/fs/cgroup/cpuset/cpuset.mems >"$d/cpuset.mems"
     done
     [ -z "$quota" ] || { echo 100000 >"/sys/fs/cgroup/cpu/$path/cpu.cfs_period_us"
                          echo "$quota" >"/sys/fs/cgroup/cpu/$path/cpu.cfs_quota_us"; }
     [ -z "$mem" ] || echo "$mem" >"/sys/fs/cgroup/memory/$path/memory.limit_in_bytes"
 }
+# cg_dir CONTROLLER PATH: the directory of cgroup PATH in CONTROLLER's hierarchy
+cg_dir() { if cg_is_v2; then echo "/sys/fs/cgroup/${2#/}"; else echo "/sys/fs/cgroup/$1/${2#/}"; fi; }
 # cg_cpuset PATH LIST: cgroup PATH of cg_limit restricted to CPUs LIST
 cg_cpuset() {
     if cg_is_v2; then echo "$2" >"/sys/fs/cgroup/${1#/}/cpuset.cpus"
