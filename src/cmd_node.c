@@ -50,6 +50,7 @@ struct node {
     const char *rv_config;
     const char *lock_path;
     char guard[PATH_MAX];       /* lock_path.restarted */
+    char nv_record[PATH_MAX];   /* lock_path.nvidia */
     char runtime_path[PATH_MAX];
     char hook_path[PATH_MAX];
 };
@@ -248,8 +249,11 @@ static unsigned containers_in_use(const struct node *n)
  * our cgroup path (cgroupfs: …/POD/ID; systemd: …/cri-containerd-ID.scope);
  * the runc v2 shim keeps the runtime options of each task, BinaryName
  * included, in STATE/io.containerd.runtime.v2.task/k8s.io/ID/options.json,
- * STATE being the directory of the CRI socket. Sets what (for the message). */
-static bool own_container_through_resview(const struct node *n, char *what, size_t size)
+ * STATE being the directory of the CRI socket. Or NVIDIA's runtime, the
+ * default, ran resview next (its toolkit 1.13 copies runc's entry, without
+ * pod_annotations: the pod's resview.io annotations (opt-outs) did not reach resview, which
+ * recorded it): *recorded. Sets what (for the message). */
+static bool own_container_through_resview(const struct node *n, char *what, size_t size, bool *recorded)
 {
     char line[1024], id[128] = "", path[PATH_MAX], state[PATH_MAX];
     cleanup_free char *text = NULL;
@@ -275,6 +279,11 @@ static bool own_container_through_resview(const struct node *n, char *what, size
     }
     if (f)
         fclose(f);
+    *recorded = id[0] && rv_state_exists(n->cfg, id);
+    if (*recorded) {
+        snprintf(what, size, "resview's record of container %.12s", id);
+        return true;
+    }
     if (!id[0] || rv_snprintf(state, sizeof(state), "%s", n->ctd.cri_socket) < 0 ||
         rv_snprintf(path, sizeof(path), "%s/io.containerd.runtime.v2.task/k8s.io/%s/options.json",
                     dirname(state), id) < 0 ||
@@ -295,16 +304,19 @@ static int uninstall_files(const struct node *n, bool *done, unsigned *last, str
     bool exists;
     unsigned used = containers_in_use(n), said = *last;
     char what[PATH_MAX];
+    bool recorded = false;
 
     *done = false;
     *last = used;
-    if (!used && own_container_through_resview(n, what, sizeof(what))) {
+    if (used <= 1 && own_container_through_resview(n, what, sizeof(what), &recorded) &&
+        used == (recorded ? 1u : 0u)) {
         if (said != UINT_MAX)
             rv_node_say("uninstall: this agent's own container runs through resview (`%s`: it was created "
-                        "while resview was containerd's default runtime), and containerd needs the "
-                        "runtime to stop it: binaries stay in `%s`; containerd no longer uses resview for "
-                        "new pods, so once this pod is created again (kubectl -n resview-system rollout "
-                        "restart ds/resview-node) the new one removes them", what, n->prefix);
+                        "while resview was containerd's default runtime, or NVIDIA's runtime ran resview "
+                        "next), and containerd needs the runtime to stop it: binaries stay in `%s`; "
+                        "containerd no longer uses resview for new pods, so once this pod is created again "
+                        "(kubectl -n resview-system rollout restart ds/resview-node) the new one removes them",
+                        what, n->prefix);
         *last = UINT_MAX;
         return 0;
     }
@@ -560,13 +572,15 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
     }
     if (rv_snprintf(n.runtime_path, sizeof(n.runtime_path), "%s/current/bin/resview-runtime", n.prefix) < 0 ||
         rv_snprintf(n.hook_path, sizeof(n.hook_path), "%s/current/bin/resview-hook", n.prefix) < 0 ||
-        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0) {
+        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0 ||
+        rv_snprintf(n.nv_record, sizeof(n.nv_record), "%s.nvidia", n.lock_path) < 0) {
         fprintf(stderr, "resview node: --prefix or --lock is too long\n");
         return 2;
     }
     n.ctd.runtime_path = n.runtime_path;
     n.ctd.hook_path = n.hook_path;
     n.ctd.guard = n.guard;
+    n.ctd.nv_record = n.nv_record;
     rv_node_signals_block();
 
     struct rv_error err = { 0 };

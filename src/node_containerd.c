@@ -8,6 +8,7 @@
 #include "resview/hostexec.h"
 #include "resview/json.h"
 #include "resview/node_agent.h"
+#include "resview/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CRI_TIMEOUT_MS 5000
+#define NV_CONF_MAX (1u << 20)
+#define NV_TOOLKIT_ROOT "/usr/local/nvidia/toolkit"   /* the GPU operator's default */
 #define RESTART_WAIT_S 120
 
 static bool nvidia_binary(const char *bin);
+static uint64_t full_signature(const struct rv_node_containerd *c, const char *nvidia_bin);
+static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err);
 
 bool rv_node_restart_valid(const char *r)
 {
@@ -43,8 +49,10 @@ static const char *json_str(json_t *o, const char *const *path)
     return json_string_value(o);
 }
 
-int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, size_t size,
-                                 struct rv_error *err)
+/* rv_node_containerd_effective; nvdef (when not NULL): the BinaryName of the
+ * running default when that is NVIDIA's runtime, else "" (install mode) */
+static int effective(const struct rv_node_containerd *c, char *why, size_t size, char *nvdef, size_t nvsize,
+                     struct rv_error *err)
 {
     /* the CRI plugin's configuration as `crictl info` shows it (containerd 1.6/1.7 and 2.x) */
     static const char *const bin_path[] = { "containerd", "runtimes", "resview", "options",
@@ -53,6 +61,8 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
     static const char *const dflt_path[] = { "containerd", "defaultRuntimeName", NULL };
     cleanup_json json_t *cfg = NULL;
 
+    if (nvdef)
+        nvdef[0] = '\0';
     if (rv_cri_config(c->cri_socket, CRI_TIMEOUT_MS, &cfg, err) < 0)
         return -1;
     const char *bin = json_str(cfg, bin_path), *dflt = json_str(cfg, dflt_path);
@@ -87,18 +97,23 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
         }
         return 1;
     }
+    const char *dbin_path[] = { "containerd", "runtimes", dflt ? dflt : "", "options", "BinaryName", NULL };
+    const char *dbin = dflt && !is_default ? json_str(cfg, dbin_path) : NULL;
+    if (nvdef && dbin && nvidia_binary(dbin))
+        snprintf(nvdef, nvsize, "%s", dbin);
     if (!bin || strcmp(bin, c->runtime_path) != 0) {
         snprintf(why, size, "the running containerd has %s%s%s", bin ? "BinaryName `" : "no resview runtime",
                  bin ? bin : "", bin ? "` for the resview runtime" : "");
+        if (nvdef)   /* a restart is needed anyway: it brings resview's default */
+            nvdef[0] = '\0';
         return 0;
     }
     if (c->set_default && !is_default) {
         /* NVIDIA's toolkit made its runtime the default, and that runtime runs
          * resview next (toolkit 1.18 takes its next runtime from containerd's
-         * default when it sets up: resview's): every pod goes through both,
-         * and taking the default back would only cost a restart */
-        const char *dbin_path[] = { "containerd", "runtimes", dflt ? dflt : "", "options", "BinaryName", NULL };
-        const char *dbin = dflt ? json_str(cfg, dbin_path) : NULL;
+         * default when it sets up: resview's; for 1.13 the agent puts resview
+         * first in NVIDIA's runtimes, make_effective): every pod goes through
+         * both, and taking the default back would only cost a restart */
         char conf[PATH_MAX];
         if (dbin && rv_node_nvidia_next(c->host_pid, dbin, c->runtime_path, conf, sizeof(conf)) == 1) {
             snprintf(why, size, "its default runtime `%s` is NVIDIA's, which runs resview next (`%s`)", dflt,
@@ -110,6 +125,12 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
         return 0;
     }
     return 1;
+}
+
+int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, size_t size,
+                                 struct rv_error *err)
+{
+    return effective(c, why, size, NULL, 0, err);
 }
 
 static uint64_t file_hash(const char *path)
@@ -170,20 +191,132 @@ static int restart(const struct rv_node_containerd *c, struct rv_error *err)
     return 0;
 }
 
+/* --- resview's edit of NVIDIA's runtime configuration, where it may be --- */
+
+static void nv_dirname(const char *bin, char *dir, size_t size)
+{
+    snprintf(dir, size, "%s", bin);
+    *(strrchr(dir, '/') ? strrchr(dir, '/') : dir) = '\0';
+}
+
+/* The NVIDIA directories whose runtime configuration resview may have edited:
+ * the one it recorded, NVIDIA's runtime in containerd's files, the GPU
+ * operator's default (last: a guess). */
+static int nv_candidates(const struct rv_node_containerd *c, char dirs[3][PATH_MAX], bool guess[3])
+{
+    char cand[3][PATH_MAX] = { "", "", NV_TOOLKIT_ROOT };
+    struct rv_node_gpu g;
+    struct rv_error e;
+    int n = 0;
+
+    if (c->nv_record && rv_read_small(c->nv_record, cand[0], sizeof(cand[0])) < 0)
+        cand[0][0] = '\0';
+    if (rv_node_gpu_detect(c->config, c->runtime_path, &g, &e) == 0 && g.runtime[0])
+        nv_dirname(g.runtime, cand[1], sizeof(cand[1]));
+    for (int i = 0; i < 3; i++) {
+        bool dup = cand[i][0] != '/';
+        for (int j = 0; j < n && !dup; j++)
+            dup = strcmp(dirs[j], cand[i]) == 0;
+        if (!dup) {
+            guess[n] = i == 2;
+            snprintf(dirs[n++], PATH_MAX, "%s", cand[i]);
+        }
+    }
+    return n;
+}
+
+/* resview's edit taken out of NVIDIA's runtime configuration wherever it is:
+ * not needed (the running default is not NVIDIA's runtime), or uninstall. */
+static int nv_restore(const struct rv_node_containerd *c, const char *reason, struct rv_error *err)
+{
+    char dirs[3][PATH_MAX], conf[PATH_MAX];
+    bool guess[3], failed = false;
+    int n = nv_candidates(c, dirs, guess);
+
+    for (int i = 0; i < n; i++) {
+        struct rv_error e = { 0 };
+        int r = rv_node_nvidia_edit(c->host_pid, dirs[i], c->runtime_path, false, conf, sizeof(conf), &e);
+        /* a directory guessed, or an edit that is not needed: not a reason to stop; at uninstall
+         * one that resview made and cannot put back is (the agent tries again) */
+        if (r < 0 && !guess[i] && c->uninstall) {
+            *err = e;
+            return -1;
+        }
+        if (r < 0 && !guess[i]) {
+            rv_node_say("containerd: cannot put back NVIDIA's runtime configuration in `%s`: %s", dirs[i], e.msg);
+            failed = true;
+        }
+        if (r == 1)
+            rv_node_say("containerd: `%s` put back as NVIDIA's toolkit wrote it, byte for byte (%s)", conf, reason);
+    }
+    if (c->nv_record && !failed)
+        unlink(c->nv_record);
+    return 0;
+}
+
+/* The running default is NVIDIA's runtime (nvbin), which does not run resview
+ * next: put resview first in its runtimes instead of taking the default back
+ * (a restart; NVIDIA's toolkit 1.13 on its defaults would cost two per start).
+ * 1 done (or already so), 0 not possible (why says so), -1 err. */
+static int nv_chain(const struct rv_node_containerd *c, const char *nvbin, char *why, size_t size,
+                    struct rv_error *err)
+{
+    char dir[PATH_MAX], conf[PATH_MAX];
+
+    nv_dirname(nvbin, dir, sizeof(dir));
+    int r = rv_node_nvidia_edit(c->host_pid, dir, c->runtime_path, true, conf, sizeof(conf), err);
+    if (r < 0)
+        return -1;
+    if (r == 2) {
+        size_t l = strlen(why);
+        snprintf(why + l, size - l, "; resview cannot put itself first in NVIDIA's runtimes: %s%s%s",
+                 conf[0] ? "no `nvidia-container-runtime.runtimes` list in `" : "no configuration of NVIDIA's "
+                 "toolkit beside it", conf[0] ? conf : "", conf[0] ? "` (or no such file)" : "");
+        return 0;
+    }
+    if (c->nv_record) {
+        cleanup_close int fd = open(c->nv_record, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 || write(fd, dir, strlen(dir)) < 0)
+            rv_node_say("containerd: cannot record `%s` in `%s`: %s", dir, c->nv_record, strerror(errno));
+    }
+    if (r == 1)
+        rv_node_say("containerd: its default runtime is NVIDIA's `%s`, which ran runc next: put resview's "
+                    "runtime first in its runtimes (`%s`; NVIDIA's runtime reads it at every start, no restart; "
+                    "the file as NVIDIA's toolkit wrote it kept as `%s` beside it)", nvbin, conf, RV_NODE_NV_BACKUP);
+    return 1;
+}
+
 /* The file is right: make the running containerd use it. */
 static int make_effective(const struct rv_node_containerd *c, unsigned *restarted, struct rv_error *err)
 {
-    char why[512] = "";
+    char why[512] = "", nvdef[PATH_MAX] = "";
     long deadline = rv_now_ms() + RESTART_WAIT_S * 1000L;
     int r;
 
-    while ((r = rv_node_containerd_effective(c, why, sizeof(why), err)) < 0) {
+    while ((r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), err)) < 0) {
         if (rv_now_ms() > deadline)
             return rv_wrap(err, "containerd does not answer");
         if (!rv_node_nap(1000))
             return rv_fail(err, EINTR, "stopped");
     }
+    if (r == 0 && nvdef[0] && c->set_default && !c->uninstall) {
+        int k = nv_chain(c, nvdef, why, sizeof(why), err);
+        /* NVIDIA's default now runs resview next: a drop-in of resview's written
+         * for want of it (beside NVIDIA's 1.18 drop-in) is not needed */
+        if (k < 0 || (k == 1 && dropin_apply(c, err) < 0))
+            return -1;
+        while (k == 1 && (r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), err)) < 0) {
+            if (rv_now_ms() > deadline)
+                return rv_wrap(err, "containerd does not answer");
+            if (!rv_node_nap(1000))
+                return rv_fail(err, EINTR, "stopped");
+        }
+    }
     if (r == 1) {
+        /* resview's edit of NVIDIA's runtimes is kept only while it is what makes the default give views */
+        if ((!nvdef[0] || !c->set_default || c->uninstall) &&
+            nv_restore(c, "the running default is not NVIDIA's runtime", err) < 0)
+            return -1;
         rv_node_say("containerd: runs with the configuration wanted%s%s; not restarted", why[0] ? ": " : "", why);
         return 0;
     }
@@ -211,13 +344,16 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
         struct rv_error e;
         r = -1;   /* a containerd that does not answer yet says nothing about its configuration */
         if (rv_cri_version(c->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), &e) == 0 &&
-            (r = rv_node_containerd_effective(c, why, sizeof(why), &e)) == 2) {
+            (r = effective(c, why, sizeof(why), nvdef, sizeof(nvdef), &e)) == 2) {
             *err = e;
             return -1;
         }
         if (r == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
+            if (!c->uninstall && (!nvdef[0] || !c->set_default) &&
+                nv_restore(c, "the running default is not NVIDIA's runtime", err) < 0)
+                return -1;
             /* the guard is for restarts that did not help: this one did, and the
              * same file may need one again after another tool's restart (NVIDIA's
              * toolkit writing its default, then resview its own, once each) */
@@ -315,7 +451,8 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
         return rv_fail(err, errno, "`%s` (containerd's configuration)%s", c->config,
                        errno == ENOENT ? ": containerd runs on built-in defaults; write them first "
                        "(containerd config default > FILE) or set RESVIEW_NODE_CONTAINERD_CONFIG" : "");
-    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0)
+    if (rv_engine_apply(&rv_engine_containerd, &o, err) < 0 || dropin_apply(c, err) < 0 ||
+        (c->uninstall && nv_restore(c, "resview's uninstall", err) < 0))
         return -1;
     fflush(stdout);
     if (make_effective(c, restarted, err) < 0)
@@ -339,7 +476,7 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
         struct rv_error e;
         if (rv_node_gpu_detect(c->config, c->runtime_path, &now, &e) == 0 &&
             strcmp(now.runtime, c->gpu->runtime) == 0)
-            c->gpu->signature = rv_node_containerd_signature(c->config);
+            c->gpu->signature = full_signature(c, now.runtime);
     }
     return 0;
 }
@@ -440,9 +577,26 @@ uint64_t rv_node_containerd_signature(const char *config)
     return h;
 }
 
+/* containerd's files and NVIDIA's runtime configuration beside nvidia_bin
+ * (its toolkit writes it when it starts; resview's edit of it is one too) */
+static uint64_t full_signature(const struct rv_node_containerd *c, const char *nvidia_bin)
+{
+    uint64_t h = rv_node_containerd_signature(c->config);
+    char root[32] = "", dir[PATH_MAX], path[PATH_MAX];
+
+    if (!nvidia_bin || !nvidia_bin[0])
+        return h;
+    if (c->host_pid > 0)
+        snprintf(root, sizeof(root), "/proc/%d/root", (int)c->host_pid);
+    nv_dirname(nvidia_bin, dir, sizeof(dir));
+    if (rv_snprintf(path, sizeof(path), "%s%s/.config/nvidia-container-runtime/config.toml", root, dir) < 0)
+        return h;
+    return (h ^ file_hash(path)) * 0x100000001b3ull;
+}
+
 bool rv_node_containerd_changed(const struct rv_node_containerd *c)
 {
-    uint64_t now = rv_node_containerd_signature(c->config);
+    uint64_t now = full_signature(c, c->gpu->runtime);
 
     if (now == c->gpu->signature) {
         c->gpu->pending = 0;
@@ -648,7 +802,7 @@ int rv_node_gpu_refresh(const struct rv_node_containerd *c, struct rv_error *err
 
     if (rv_node_gpu_detect(c->config, c->runtime_path, &now, err) < 0)
         return -1;
-    now.signature = sig;
+    now.signature = sig == rv_node_containerd_signature(c->config) ? full_signature(c, now.runtime) : sig;
     bool changed = strcmp(now.runtime, c->gpu->runtime) != 0;
     if (changed || c->gpu->signature == 0) {
         if (now.runtime[0])
@@ -700,4 +854,127 @@ bool rv_node_config_agents(const char *text, size_t len, const char *lxcfs_dir)
     /* ours exactly as the agent renders it */
     return rv_node_config_text(&c, lxcfs_dir, again, sizeof(again)) >= 0 && strlen(again) == len &&
            memcmp(again, text, len) == 0;
+}
+
+/* --- resview first in NVIDIA's runtimes --------------------------------- */
+
+
+int rv_node_nvidia_put_first(const char *text, size_t len, const char *own_runtime, char **out,
+                             size_t *out_len, struct rv_error *err)
+{
+    cleanup_free char *q = rv_toml_quote(own_runtime);
+    struct rv_toml doc;
+
+    *out = NULL;
+    if (!q)
+        return rv_fail(err, ENOMEM, "NVIDIA's runtime configuration");
+    if (rv_toml_scan(text, len, &doc, err) < 0)
+        return -1;
+    const struct rv_toml_item *it = rv_toml_get(&doc, "nvidia-container-runtime.runtimes");
+    size_t at = it ? it->val_start + 1 : 0, end = it ? it->val_end : 0;
+    bool array = it && it->kind == RV_TOML_VALUE && it->val_start < it->val_end && text[it->val_start] == '[';
+    rv_toml_free(&doc);
+    if (!array)
+        return 1;
+    /* an element before the `]` (blanks and comments skipped): then a comma after ours */
+    size_t i = at;
+    while (i < end) {
+        if (text[i] == '#')
+            while (i < end && text[i] != '\n')
+                i++;
+        else if (strchr(" \t\r\n", text[i]))
+            i++;
+        else
+            break;
+    }
+    bool any = i < end && text[i] != ']';
+    size_t ql = strlen(q), extra = ql + (any ? 2 : 0);
+    char *o = malloc(len + extra + 1);
+    if (!o)
+        return rv_fail(err, ENOMEM, "NVIDIA's runtime configuration");
+    memcpy(o, text, at);
+    memcpy(o + at, q, ql);
+    if (any)
+        memcpy(o + at + ql, ", ", 2);
+    memcpy(o + at + extra, text + at, len - at);
+    o[len + extra] = '\0';
+    if (rv_toml_scan(o, len + extra, &doc, err) < 0) {
+        free(o);
+        return rv_wrap(err, "with resview's runtime first, not valid TOML (not written)");
+    }
+    rv_toml_free(&doc);
+    *out = o;
+    *out_len = len + extra;
+    return 0;
+}
+
+/* NVIDIA_DIR/.config/nvidia-container-runtime in host_pid's root, resolved
+ * inside it (openat2 RESOLVE_IN_ROOT; before Linux 5.6 as the path is):
+ * a directory fd, or -1 (err; errnum ENOENT: not there). */
+static int nv_dir_open(pid_t host_pid, const char *nvidia_dir, char *conf, size_t size, struct rv_error *err)
+{
+    char root[32] = "/", sub[PATH_MAX];
+    cleanup_close int rfd = -1;
+
+    if (host_pid > 0)
+        snprintf(root, sizeof(root), "/proc/%d/root", (int)host_pid);
+    if (rv_snprintf(sub, sizeof(sub), "%s/.config/nvidia-container-runtime", nvidia_dir) < 0 ||
+        rv_snprintf(conf, size, "%s/config.toml", sub) < 0)
+        return rv_fail(err, ENAMETOOLONG, "`%s`", nvidia_dir);
+    if ((rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return rv_fail(err, errno, "open `%s`", root);
+    struct rv_open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                               .resolve = RV_RESOLVE_IN_ROOT | RV_RESOLVE_NO_MAGICLINKS };
+    int fd = rv_openat2(rfd, sub, &how);
+    if (fd < 0 && errno == ENOSYS)
+        fd = openat(rfd, sub[0] == '/' ? sub + 1 : sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return rv_fail(err, errno == ENOTDIR ? ENOENT : errno, "open `%s`", sub);
+    return fd;
+}
+
+int rv_node_nvidia_edit(pid_t host_pid, const char *nvidia_dir, const char *own_runtime, bool want,
+                        char *conf, size_t size, struct rv_error *err)
+{
+    cleanup_free char *cur = NULL, *bak = NULL, *again = NULL, *mine = NULL;
+    cleanup_close int dfd = -1;
+    size_t clen = 0, blen = 0, alen = 0, mlen = 0;
+    struct stat st;
+    struct rv_error e;
+    bool ours = false;
+
+    conf[0] = '\0';
+    if ((dfd = nv_dir_open(host_pid, nvidia_dir, conf, size, err)) < 0)
+        return err->errnum == ENOENT ? (want ? 2 : 0) : -1;
+    bool has_cur = rv_read_file_at(dfd, "config.toml", NV_CONF_MAX, &cur, &clen, &st, &e) == 0;
+    bool has_bak = rv_read_file_at(dfd, RV_NODE_NV_BACKUP, NV_CONF_MAX, &bak, &blen, NULL, &e) == 0;
+    /* resview's edit is in place: the file is the backup with resview's runtime put first */
+    if (has_cur && has_bak && rv_node_nvidia_put_first(bak, blen, own_runtime, &again, &alen, &e) == 0)
+        ours = alen == clen && memcmp(again, cur, clen) == 0;
+    if (!want || (has_bak && !ours)) {
+        if (!has_bak)
+            return 0;
+        if (ours && rv_write_atomic_at(dfd, "config.toml", bak, blen, &st, RV_WRITE_DURABLE, err) < 0)
+            return rv_wrap(err, "put back `%s`", conf);
+        if (unlinkat(dfd, RV_NODE_NV_BACKUP, 0) < 0 && errno != ENOENT)
+            return rv_fail(err, errno, "remove `%s.resview-backup`", conf);
+        if (!ours)
+            rv_node_say("containerd: `%s` was written again since resview edited it (NVIDIA's toolkit "
+                        "started again): resview's copy of the earlier one removed, the file left as it is",
+                        conf);
+        if (!want)
+            return ours;
+    }
+    if (ours)
+        return 0;
+    if (!has_cur)
+        return 2;
+    int r = rv_node_nvidia_put_first(cur, clen, own_runtime, &mine, &mlen, err);
+    if (r != 0)
+        return r < 0 ? rv_wrap(err, "`%s`", conf) : 2;
+    /* the copy first: a writer killed between the two leaves the file as it was */
+    if (rv_write_atomic_at(dfd, RV_NODE_NV_BACKUP, cur, clen, &st, RV_WRITE_DURABLE, err) < 0 ||
+        rv_write_atomic_at(dfd, "config.toml", mine, mlen, &st, RV_WRITE_DURABLE, err) < 0)
+        return rv_wrap(err, "`%s`", conf);
+    return 1;
 }

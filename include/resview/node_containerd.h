@@ -47,6 +47,8 @@ struct rv_node_containerd {
     const char *runtime_path;    /* BinaryName of the entry */
     const char *hook_path;
     const char *guard;           /* file that records the last restart */
+    const char *nv_record;       /* file that names the NVIDIA directory whose runtime
+                                  * configuration resview edited (rv_node_nvidia_edit); NULL none */
     bool set_default;            /* resview as default_runtime_name */
     bool uninstall;              /* want the entry gone */
     enum rv_node_gpu_mode gpu_mode;
@@ -84,6 +86,33 @@ bool rv_node_containerd_changed(const struct rv_node_containerd *c);
  * ("" none). */
 int rv_node_nvidia_next(pid_t host_pid, const char *nvidia_bin, const char *own_runtime, char *conf,
                         size_t size);
+
+/* resview's copy of NVIDIA's runtime configuration as NVIDIA's toolkit wrote
+ * it, kept beside it while resview's runtime is put first in its `runtimes`
+ * (rv_node_nvidia_edit) */
+#define RV_NODE_NV_BACKUP "config.toml.resview-backup"
+
+/* NVIDIA's runtime configuration text with own_runtime put first in
+ * `nvidia-container-runtime.runtimes`: the array's text is kept as it is and
+ * resview's quoted path inserted after its `[`, so that taking it out again is
+ * exact. 0 (*out allocated), 1 the file has no such array (nothing done:
+ * NVIDIA's built-in list is not guessed), -1 not TOML (err). */
+int rv_node_nvidia_put_first(const char *text, size_t len, const char *own_runtime, char **out,
+                             size_t *out_len, struct rv_error *err);
+
+/* resview's edit of the configuration NVIDIA's toolkit writes for its runtime,
+ * NVIDIA_DIR/.config/nvidia-container-runtime/config.toml (NVIDIA_DIR: the
+ * directory of NVIDIA's runtime binary, the toolkit's root, as a path in
+ * host_pid's root; resolved inside that root). want: own_runtime first in its
+ * `runtimes` (NVIDIA's runtime reads the file at every call: no restart), the
+ * file as it was kept beside it as RV_NODE_NV_BACKUP first; a backup that
+ * does not match the file (the toolkit wrote it again since) is dropped.
+ * !want: the file put back byte for byte from the backup when it is still
+ * resview's edit of it, and the backup removed. conf: the file ("" none).
+ * 1 changed, 0 nothing to do, 2 (want) cannot (no such file, or no
+ * `runtimes` in it), -1 err. */
+int rv_node_nvidia_edit(pid_t host_pid, const char *nvidia_dir, const char *own_runtime, bool want,
+                        char *conf, size_t size, struct rv_error *err);
 
 /* Whether the default runtime of the CRI table that counts (g, without
  * resview's own drop-in) is NVIDIA's runtime running resview next (above). */

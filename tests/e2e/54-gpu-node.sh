@@ -21,10 +21,11 @@
 #    toolkit first, then resview; the toolkit restarted and uninstalled then.
 #    In each: a GPU pod gets its GPU and its views, a plain pod its views, and
 #    containerd's restarts are counted: one per change (the toolkit's own, or
-#    resview's install/uninstall), never a second one - except the toolkit
-#    1.13 left on its defaults (it makes `nvidia` the default and its runtime
-#    runs runc next), where resview takes the default back with one more
-#    restart (the case README "GPU nodes" says to configure away).
+#    resview's install/uninstall), never a second one. The toolkit 1.13 on its
+#    defaults (it makes `nvidia` the default and its runtime runs runc next):
+#    resview puts its runtime first in NVIDIA's runtimes instead of taking the
+#    default back, and puts NVIDIA's file back byte for byte when that is no
+#    longer needed (the toolkit's cleanup) and at its uninstall.
 # Runs in a mount namespace of its own: the agent's configuration has no
 # state_dir or log file, so /run/resview and /var/log are private tmpfs here.
 if [ -z "${RV54_NS:-}" ]; then
@@ -249,11 +250,19 @@ ALOG=""
 # agent ($ALOG) reads containerd's files again and is ready again; then the
 # node settles (nothing restarts containerd for 4 s) and containerd was
 # restarted exactly once, by the toolkit
+# (HELD=1: the agent is stopped while the toolkit writes and restarts, as a
+# real toolkit's restart is done before the agent looks, a second later; the
+# stand-in's, waiting for containerd to exit, can take longer on a busy
+# machine: the agent then writes resview's default before containerd reads
+# config.toml, and containerd comes back with resview as its default - valid
+# too, but not the case under test)
 toolkit() {
     local what=$1 n; shift
     mark
     n=$(log_count "$ALOG" "node ready in")
+    [ -z "${HELD:-}" ] || kill -STOP "$AGENT"
     "$TK" "$@"
+    [ -z "${HELD:-}" ] || kill -CONT "$AGENT"
     [ -z "$ALOG" ] || wait_log "$ALOG" "node ready in" $((n + 1))
     t_ok "$what: a settled node" settled
     t_eq "$what: containerd restarted once, by the toolkit ($(delta) in all)" "$(delta)" "1"
@@ -267,17 +276,104 @@ wait_log "$ALOG" "node ready in" 1
 t_eq "resview first: containerd restarted once" "$(delta)" "1"
 t_contains "…no NVIDIA runtime yet" "$(cat "$ALOG")" "gpu: no NVIDIA runtime"
 t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
+# what the toolkit 1.13 writes from this config.toml, made aside (its output
+# depends on its input alone): to compare with after resview's changes
+aside113() { # NAME: $T/NAME.toml and $T/NAME-nv/.config/nvidia-container-runtime/config.toml
+    cp "$CFG" "$T/$1.toml"
+    RUNTIME_DIR=$T/$1-nv RESTART_CMD="" "$TK" setup 1.13 "$T/$1.toml"
+    sed -i "s#$T/$1-nv/#$NVDIR/#" "$T/$1.toml"   # its entries name NVIDIA's runtime where it is
+}
+first_runtime() { python3 -c 'import sys, tomllib
+print(tomllib.load(open(sys.argv[1], "rb"))["nvidia-container-runtime"]["runtimes"][0])' "$1"; }
+# config.toml as the toolkit wrote it, less resview's two tables (its unmarked
+# entry, which the toolkit copied from the file it loaded)
+without_resview() { awk '/^ *\[.*runtimes\.resview(\.options)?\]$/ {skip = 1; next} /^ *\[/ {skip = 0} !skip' "$1"; }
+aside113 tk113a
 mark
+kill -STOP "$AGENT"   # as HELD=1 in toolkit() below
 $TK setup 1.13 "$CFG"
+kill -CONT "$AGENT"
 t_ok "toolkit 1.13 installs: its own restart" test "$(delta)" -ge 1
 wait_log "$ALOG" "gpu: NVIDIA's runtime" 1 && wait_log "$ALOG" "node ready in" 2
 t_ok "…the agent saw it: a settled node" settled
-t_eq "…NVIDIA's runtime runs runc next (1.13: its packaged default)" "$(grep -c docker-runc "$NVCONF")" "1"
-t_eq "…so resview took its default back: one restart more, no loop (the toolkit 1.13 on its defaults)" "$(delta)" "2"
-t_eq "…the running containerd's default is resview" "$(cri_default)" "resview"
+t_eq "…one restart, the toolkit's: resview does not take the default back" "$(delta)" "1"
+t_eq "…the running containerd's default is nvidia" "$(cri_default)" "nvidia"
+t_eq "…NVIDIA's runtime runs resview next: resview put first in its runtimes" "$(first_runtime "$NVCONF")" "$RVRT"
+t_ok "…the rest of NVIDIA's list as the toolkit wrote it (docker-runc, runc)" grep -q "\"$RVRT\", \"docker-runc\", \"runc\"" "$NVCONF"
+t_ok "…the toolkit's file kept beside it" cmp "$NVCONF.resview-backup" "$T/tk113a-nv/.config/nvidia-container-runtime/config.toml"
+t_contains "…the agent says so" "$(cat "$ALOG")" "put resview's runtime first in its runtimes"
+t_contains "…config.toml: resview's default, for containerd's next start" "$(cat "$CFG")" 'default_runtime_name = "resview"  # resview-was'
 t_contains "…config.json chains to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\", \"containers\": \"gpu\""
 t_contains "…config.toml: the toolkit's entries" "$(cat "$CFG")" "runtimes.nvidia.options]"
-check_pods "resview first, toolkit 1.13 second" yes
+check_pods "resview first, toolkit 1.13 second (on its defaults)" yes nvidia
+# resview's agent restarted: its edit is in place, nothing restarts containerd
+agent_stop
+mark
+ALOG=$T/agent1a.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
+t_ok "resview's agent restarted beside the toolkit 1.13 on its defaults: a settled node" settled
+t_eq "…containerd not restarted" "$(delta)" "0"
+t_eq "…NVIDIA's runtime still runs resview next" "$(first_runtime "$NVCONF")" "$RVRT"
+# the toolkit 1.13 on its defaults restarted: cleanup (what its uninstall does), then setup
+toolkit "toolkit 1.13 on its defaults stops (cleanup)" cleanup 1.13 "$CFG"
+t_eq "…resview the default (config.toml's)" "$(cri_default)" "resview"
+t_ok "…NVIDIA's runtime configuration put back byte for byte (no longer needed)" \
+    cmp "$NVCONF" "$T/tk113a-nv/.config/nvidia-container-runtime/config.toml"
+t_ok "…no copy of resview's left" test ! -e "$NVCONF.resview-backup"
+check_pods "toolkit 1.13 on its defaults stopped, resview stays" no
+aside113 tk113b
+HELD=1 toolkit "toolkit 1.13 on its defaults starts again (rewrites NVIDIA's runtime configuration)" setup 1.13 "$CFG"
+t_eq "…nvidia the default" "$(cri_default)" "nvidia"
+t_eq "…resview first in NVIDIA's runtimes again" "$(first_runtime "$NVCONF")" "$RVRT"
+t_ok "…the toolkit's new file kept" cmp "$NVCONF.resview-backup" "$T/tk113b-nv/.config/nvidia-container-runtime/config.toml"
+check_pods "toolkit 1.13 on its defaults restarted" yes nvidia
+
+# resview uninstalled while the toolkit 1.13 on its defaults stays, a pod made
+# through NVIDIA's runtime and resview living on across it
+stop_pods
+keep=$(run_pod kept '[]')
+agent_stop
+mark
+ALOG=$T/agent1c.log
+agent_start "$ALOG" RESVIEW_NODE_MODE=uninstall
+wait_log "$ALOG" "container(s) started through resview still exist" 1
+t_eq "resview uninstalled beside the toolkit 1.13: one restart" "$(delta)" "1"
+t_contains "…a pod made before keeps its views" "$(pexec "$keep" -- grep MemTotal /proc/meminfo)" "262144 kB"
+t_contains "…and the binaries stay for it" "$(cat "$ALOG")" "binaries stay in"
+stop_pods   # NVIDIA's runtime now runs runc next: resview is not called to stop it
+t_eq "…it is stopped and removed all the same (NVIDIA's runtime, runc)" \
+    "$(ctr --address "$CTD_SOCK" -n k8s.io containers ls -q | grep -c "$keep")" "0"
+# its records go with watch's sweep (every 60 s); repair does the same at once
+RESVIEW_CONFIG=$T/etc/config.json "$CLI" repair >"$T/repair.out" 2>&1
+t_contains "…its record dropped (the container is gone)" "$(cat "$T/repair.out")" "dropped"
+wait_log "$ALOG" "nothing of resview is left" 1
+agent_stop
+t_eq "…nvidia the default" "$(cri_default)" "nvidia"
+t_ok "…NVIDIA's runtime configuration byte for byte as the toolkit wrote it" \
+    cmp "$NVCONF" "$T/tk113b-nv/.config/nvidia-container-runtime/config.toml"
+t_ok "…no copy of resview's left" test ! -e "$NVCONF.resview-backup"
+t_eq "…config.toml byte for byte the toolkit's, less resview's entry" "$(cat "$CFG"; echo .)" "$(without_resview "$T/tk113b.toml"; echo .)"
+t_not_contains "…no resview entry in it" "$(cat "$CFG")" "runtimes.resview"
+t_not_contains "…nor resview as its default" "$(cat "$CFG")" '"resview"'
+
+: >"$NVLOG"
+id=$(run_pod gpu "$GPU_ENV")
+out=$(pexec "$id" -- /bin/sh -c 'ls /dev; env')
+t_contains "…a GPU pod: through NVIDIA's runtime" "$(cat "$NVLOG")" "runtime create NVIDIA_VISIBLE_DEVICES=1"
+t_contains "…has its GPU" "$out" "nvidia1"
+t_not_contains "…and nothing of resview" "$out" "SLURM_GPUS_ON_NODE"
+stop_pods
+# and installed again (the toolkit first, then resview): one restart, resview the default
+mark
+ALOG=$T/agent1d.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
+t_ok "toolkit 1.13 on its defaults first, then resview: a settled node" settled
+t_eq "…one restart by resview" "$(delta)" "1"
+t_eq "…resview the default" "$(cri_default)" "resview"
+t_eq "…NVIDIA's runtime configuration not edited (not needed)" "$(first_runtime "$NVCONF")" "docker-runc"
+check_pods "toolkit 1.13 on its defaults first, resview second" yes
 
 # 2b. the toolkit restarted (its pod: cleanup, then setup), configured as
 # README "GPU nodes" says: CONTAINERD_SET_AS_DEFAULT=false, or its runtime

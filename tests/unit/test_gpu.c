@@ -1,7 +1,8 @@
 /* GPU nodes: counting GPUs the ways they are handed out, whether a container
  * asks for one, gpu.* in the configuration, NVIDIA's runtime found in
  * containerd's files (tests/samples/nvidia: what NVIDIA's toolkit 1.13 and
- * 1.18 write), and resview's entry through the toolkit's whole-file rewrite. */
+ * 1.18 write), resview's entry through the toolkit's whole-file rewrite, and
+ * resview put first in NVIDIA's runtimes (and put back, byte for byte). */
 #define _GNU_SOURCE
 #include "resview/config.h"
 #include "resview/engine.h"
@@ -330,6 +331,102 @@ static void test_nvidia_next(void)
     ok(!rv_node_gpu_default_chains(&c, &g), "runc the default: no");
 }
 
+
+/* resview first in NVIDIA's runtimes: the configuration NVIDIA's toolkit
+ * writes for its runtime, edited and put back byte for byte */
+static const char *nv_conf_113 =
+    "accept-nvidia-visible-devices-as-volume-mounts = false\n"
+    "accept-nvidia-visible-devices-envvar-when-unprivileged = true\n"
+    "disable-require = false\n\n"
+    "[nvidia-container-cli]\n  environment = []\n  ldconfig = \"@/run/nvidia/driver/sbin/ldconfig.real\"\n"
+    "  load-kmods = true\n  path = \"/usr/local/nvidia/toolkit/nvidia-container-cli\"\n  root = \"/run/nvidia/driver\"\n\n"
+    "[nvidia-container-runtime]\n  log-level = \"info\"\n  mode = \"auto\"\n  runtimes = [\"docker-runc\", \"runc\"]\n\n"
+    "  [nvidia-container-runtime.modes]\n\n    [nvidia-container-runtime.modes.csv]\n"
+    "      mount-spec-path = \"/etc/nvidia-container-runtime/host-files-for-container.d\"\n";
+
+static void put_text(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        abort();
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+static void test_nvidia_edit(void)
+{
+    struct rv_error err = { 0 };
+    char ours[512], dir[512], conf[512], file[600], bak[600], bin[600], shown[512];
+    char *out = NULL;
+    size_t len;
+    struct stat st;
+
+    snprintf(ours, sizeof(ours), "%s/opt/bin/resview-runtime", base);
+    sh("mkdir -p %s/opt/bin && touch %s/opt/bin/resview-runtime", base, base);
+    chmod(ours, 0755);
+    /* the text: one line, several lines with a comment, empty, absent */
+    ok(rv_node_nvidia_put_first(nv_conf_113, strlen(nv_conf_113), OURS, &out, &len, &err) == 0 && out &&
+       strstr(out, "  runtimes = [\"" OURS "\", \"docker-runc\", \"runc\"]\n") &&
+       len == strlen(nv_conf_113) + strlen(OURS) + 4, "1.13's list: resview first, the rest as it was");
+    free(out);
+    const char *multi = "[nvidia-container-runtime]\n# the runtimes\nruntimes = [\n    \"docker-runc\",\n    \"runc\",\n]\n";
+    ok(rv_node_nvidia_put_first(multi, strlen(multi), OURS, &out, &len, &err) == 0 && out &&
+       strstr(out, "runtimes = [\"" OURS "\", \n    \"docker-runc\",\n    \"runc\",\n]\n"),
+       "a list on several lines (the packaged file): %s", out ? out : err.msg);
+    free(out);
+    const char *empty = "[nvidia-container-runtime]\nruntimes = [ # none\n]\n";
+    ok(rv_node_nvidia_put_first(empty, strlen(empty), OURS, &out, &len, &err) == 0 && out &&
+       strstr(out, "runtimes = [\"" OURS "\" # none\n]"), "an empty list: no comma (%s)", out ? out : err.msg);
+    free(out);
+    const char *none = "[nvidia-container-runtime]\nmode = \"auto\"\n";
+    ok(rv_node_nvidia_put_first(none, strlen(none), OURS, &out, &len, &err) == 1 && !out,
+       "no runtimes list: nothing done (NVIDIA's built-in list is not guessed)");
+
+    /* the file: edited, kept, put back */
+    snprintf(dir, sizeof(dir), "%s/nvtk", base);
+    snprintf(bin, sizeof(bin), "%s/nvidia-container-runtime", dir);
+    snprintf(file, sizeof(file), "%s/.config/nvidia-container-runtime/config.toml", dir);
+    snprintf(bak, sizeof(bak), "%s/.config/nvidia-container-runtime/" RV_NODE_NV_BACKUP, dir);
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 2, "no toolkit directory: cannot");
+    ok(rv_node_nvidia_edit(0, dir, ours, false, conf, sizeof(conf), &err) == 0, "…nor anything to put back");
+    sh("mkdir -p %s/nvtk/.config/nvidia-container-runtime%s", base, "");
+    put_text(file, nv_conf_113, 0640);
+    ok(rv_node_nvidia_next(0, bin, ours, shown, sizeof(shown)) == 0, "the toolkit's file: runc next");
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 1 && strcmp(conf, file) == 0,
+       "edited (%s)", err.msg);
+    char *t = slurp(bak, &len);
+    ok(t && len == strlen(nv_conf_113) && memcmp(t, nv_conf_113, len) == 0, "the toolkit's file kept beside it");
+    free(t);
+    ok(rv_node_nvidia_next(0, bin, ours, shown, sizeof(shown)) == 1, "NVIDIA's runtime runs resview next");
+    ok(stat(file, &st) == 0 && (st.st_mode & 07777) == 0640, "its mode kept (%o)", st.st_mode & 07777);
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 0, "a second time: nothing to do");
+    ok(rv_node_nvidia_edit(0, dir, ours, false, conf, sizeof(conf), &err) == 1, "put back (%s)", err.msg);
+    t = slurp(file, &len);
+    ok(t && len == strlen(nv_conf_113) && memcmp(t, nv_conf_113, len) == 0 && access(bak, F_OK) < 0 &&
+       stat(file, &st) == 0 && (st.st_mode & 07777) == 0640, "byte for byte, mode too; no copy left");
+    free(t);
+    ok(rv_node_nvidia_edit(0, dir, ours, false, conf, sizeof(conf), &err) == 0, "put back twice: nothing");
+
+    /* the toolkit writes its file again while resview's edit is in: that is the file now */
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 1, "edited again");
+    const char *next = "[nvidia-container-runtime]\n  mode = \"cdi\"\n  runtimes = [\"docker-runc\", \"runc\"]\n";
+    put_text(file, next, 0644);
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 1, "the toolkit's new file edited");
+    t = slurp(bak, &len);
+    ok(t && len == strlen(next) && memcmp(t, next, len) == 0, "…and kept: the new one, not the old");
+    free(t);
+    put_text(file, next, 0644);
+    ok(rv_node_nvidia_edit(0, dir, ours, false, conf, sizeof(conf), &err) == 0 && access(bak, F_OK) < 0,
+       "written again, then uninstall: the file is the toolkit's, left alone; the copy goes");
+    t = slurp(file, &len);
+    ok(t && len == strlen(next) && memcmp(t, next, len) == 0, "…byte for byte the toolkit's");
+    free(t);
+    put_text(file, none, 0644);
+    ok(rv_node_nvidia_edit(0, dir, ours, true, conf, sizeof(conf), &err) == 2 && access(bak, F_OK) < 0,
+       "no runtimes list in it: cannot, nothing written");
+}
+
 /* resview first, then toolkit 1.13 rewrites config.toml (markers lost), then
  * resview again, then each uninstalls. */
 static void test_rewrite(void)
@@ -395,6 +492,7 @@ int main(void)
     test_config();
     test_detect();
     test_nvidia_next();
+    test_nvidia_edit();
     test_rewrite();
     sh("rm -rf %s%s", base, "");
     return unit_done();
