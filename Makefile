@@ -26,7 +26,7 @@ BINS     := $(BUILD)/resview-runtime $(BUILD)/resview-hook $(BUILD)/resview
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all static deps check unit e2e demo bench install uninstall clean fuzz image
+.PHONY: all static deps check unit e2e e2e-v2 demo bench install uninstall clean fuzz image
 all: $(BINS)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/resview/*.h) | $(BUILD)/obj
@@ -129,6 +129,11 @@ unit: $(UNIT_BINS)
 E2E_BINS := RUNTIME_BIN=$(abspath $(BUILD))/static/resview-runtime HOOK_BIN=$(abspath $(BUILD))/static/resview-hook
 e2e: all static
 	@$(E2E_BINS) tests/run-e2e.sh
+
+# The e2e scripts of tests/v2/suites.txt on a cgroup v2 guest (qemu), all of
+# them; `make check` runs those it marks (tests/check.d/v2.sh).
+e2e-v2: all static
+	@RESVIEW_V2_ALL=1 $(E2E_BINS) tests/v2/run.sh
 
 check: deps
 	@$(MAKE) -s --no-print-directory all static $(UNIT_BINS)

@@ -393,11 +393,11 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
             if (nfd < 0 || fchdir(procfd) < 0 ||
                 mount("none", name, "none",
                       MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      NULL) < 0) {
+                      NULL) < 0 || mount("none", name, NULL, MS_PRIVATE, NULL) < 0) {
                 int e = errno;
                 if (nfd >= 0)
                     detach_fd(procfd, nfd);
-                view_set(v, RV_VIEW_FAILED, "make the bind read-only: %s", strerror(e));
+                view_set(v, RV_VIEW_FAILED, "make the bind read-only and private: %s", strerror(e));
                 return;
             }
             view_set(v, RV_VIEW_MOUNTED, NULL);
@@ -413,8 +413,13 @@ int rv_inject_run(struct rv_inject *req)
     cleanup_close int piddir = -1, nsfd = -1, rootfd = -1, procfd = -1, lxroot = -1;
     int trees[RV_VIEWS_MAX];
     unsigned long long start;
+    /* Private: a clone of LXCFS's mount is its peer where that mount is
+     * shared (every mount is, on a systemd host), and a mount the tenant
+     * puts over its view would then appear over LXCFS's own file on the
+     * host and in every other container's view. */
     struct mount_attr attr = {
         .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+        .propagation = MS_PRIVATE,
     };
     bool legacy = req->legacy_bind, work = false;
     struct src_dirs dirs = { .n = 0 };

@@ -95,6 +95,9 @@ start_bg evil-$$ && start_bg good-$$ && start_bg good2-$$
 t_eq "tenant: neighbour reads its limit" "$(mem_inside good-$$)" "524288"
 hang_daemon EVIL --file --hang statfs --enter "$(pid_of evil-$$)" /proc/meminfo
 t_eq "tenant: its FUSE mount sits on its /proc/meminfo" "$(grep -c ' /proc/meminfo .* - fuse.fuse-hang ' "/proc/$(pid_of evil-$$)/mountinfo")" "1"
+# LXCFS's mount is shared (as on a systemd host): the view must not be its peer
+t_eq "tenant: ... and nowhere else: not over LXCFS's file on the host" "$(grep -c ' - fuse.fuse-hang ' /proc/self/mountinfo)" "0"
+t_eq "tenant: ... nor in the neighbour's view" "$(grep -c ' - fuse.fuse-hang ' "/proc/$(pid_of good-$$)/mountinfo")" "0"
 kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
 lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
 RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?

@@ -151,7 +151,9 @@ lxcfs_start() {
     lxcfs -f -l --enable-cfs -p "$T/lxcfs.pid" "$dir" >"$T/lxcfs.out" 2>&1 &
     LXCFS_PID=$!
     for _ in $(seq 1 100); do
-        [ -r "$dir/proc/meminfo" ] && head -c1 "$dir/proc/meminfo" >/dev/null 2>&1 && return 0
+        # shared, as every mount is on a systemd host (nodes run systemd)
+        [ -r "$dir/proc/meminfo" ] && head -c1 "$dir/proc/meminfo" >/dev/null 2>&1 &&
+            mount --make-shared "$dir" && return 0
         sleep 0.05
     done
     echo "lxcfs did not come up on $dir" >&2; cat "$T/lxcfs.out" >&2

@@ -4,10 +4,12 @@
 # with a copy of this tree shared in (9p: the tree here can change while the
 # guest runs) and the binaries built here. Prints what
 # tests/run-e2e.sh prints, per file, with "e2e-v2" for "e2e".
-# Usage: run.sh [SCRIPT...]   (default: the list in tests/v2/suites.txt)
+# Usage: run.sh [SCRIPT...]   (default: the scripts tests/v2/suites.txt puts
+# in `make check`; RESVIEW_V2_ALL=1: every script it lists)
 # RESVIEW_V2_ACCEL=kvm|tcg (default: kvm when it boots the kernel, else tcg),
 # RESVIEW_V2_TIMEOUT seconds for the whole run (default 2700).
 set -u
+{ # read whole before it runs: the script may change while a guest runs
 cd "$(dirname "$0")/../.."
 TOP=$PWD
 DIR=$TOP/build/v2
@@ -16,7 +18,9 @@ fail() { echo "not ok - v2: $*"; echo "e2e-v2: 0 passed, 1 failed"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "must run as root"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (make deps installs tests/deps.d/v2.txt)"
 scripts=("$@")
-[ ${#scripts[@]} -gt 0 ] || mapfile -t scripts < <(sed 's/#.*//; /^[[:space:]]*$/d; s/[[:space:]]//g; s|^|tests/e2e/|' tests/v2/suites.txt)
+[ ${#scripts[@]} -gt 0 ] || mapfile -t scripts < <(awk -v all="${RESVIEW_V2_ALL:-}" '
+    { sub(/#.*/, "") } NF == 0 { next }
+    $1 ~ /^-/ { if (all == "") next; sub(/^-/, "", $1) } { print "tests/e2e/" $1 }' tests/v2/suites.txt)
 for s in "${scripts[@]}"; do [ -f "$s" ] || fail "no such script: $s"; done
 out=$(tests/v2/image.sh 2>&1) || fail "the guest image did not build: $(tail -n 3 <<<"$out")"
 # what the guest cannot build itself (it has no network): the node image
@@ -78,3 +82,5 @@ fi
 echo "# v2: guest ($accel, kernel $(cat "$DIR/kernel" 2>/dev/null)) ran $(( $(date +%s) - start ))s"
 echo "e2e-v2: $p passed, $f failed"
 [ "$f" -eq 0 ]
+exit
+}
