@@ -9,7 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${1:-build/v2}
-MIRROR=${RESVIEW_V2_MIRROR:-http://deb.debian.org/debian}
+# the host's own Debian mirror (its apt sources), as `make deps` uses
+host_mirror() {
+    { sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources
+      awk '$1 == "deb" && $3 == "bookworm" {print $2}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
+    } 2>/dev/null | tr ' ' '\n' | grep -v -e security -e '^$' | head -n 1
+}
+MIRROR=${RESVIEW_V2_MIRROR:-$(host_mirror)}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
 # host-only packages: building, fuzzing, valgrind, the guest's own tools
 SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|clang|valgrind|time|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils)$'
 EXTRA="linux-image-amd64 systemd-sysv udev kmod dbus iproute2 procps libjansson4 libseccomp2
