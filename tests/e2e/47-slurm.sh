@@ -115,8 +115,9 @@ t_eq "a real Slurm job: resview adds no SLURM_* (Slurm's own SLURM_CPUS_PER_TASK
 # A job's own allocation, as task/cgroup made it: on v1 the task sits at cpu:/,
 # cpuset:/slurm/uid_0/job_N/step_0 and memory:/slurm/uid_0/job_N/step_0/task_0,
 # on v2 at .../job_N/step_0/user/task_0, runc's container beside it in user/
-# (the bundle, as users write them, has no cgroupsPath).
-rv_bundle "$T/b2" 'del(.linux.cgroupsPath)'
+# (the bundle, as users write them, has no cgroupsPath; without a cgroup
+# namespace its /proc/self/cgroup shows where the task is).
+rv_bundle "$T/b2" 'del(.linux.cgroupsPath) | .linux.namespaces |= map(select(.type != "cgroup"))'
 out=$(timeout 120 srun -N1 -n1 -c1 --mem=512M -w "$NODE" --container="$T/b2" \
     /bin/sh -c 'env; grep MemTotal /proc/meminfo; cat /proc/self/cgroup' 2>&1)
 t_contains "srun -c1 --mem=512M: the job's cgroup is Slurm's ($CG_PLUGIN)" "$(grep -E "$JOB_CG_LINE" <<<"$out")" "$JOB_CG_PREFIX"
