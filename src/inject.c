@@ -393,7 +393,7 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
             if (nfd < 0 || fchdir(procfd) < 0 ||
                 mount("none", name, "none",
                       MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      NULL) < 0 || mount("none", name, NULL, MS_PRIVATE, NULL) < 0) {
+                      NULL) < 0 || mount("none", name, "none", MS_PRIVATE, NULL) < 0) {
                 int e = errno;
                 if (nfd >= 0)
                     detach_fd(procfd, nfd);
