@@ -1,6 +1,5 @@
 /* cmd_env.c - `resview env`: what a container would get, and which limit won. */
 #define _GNU_SOURCE
-#include "resview/args.h"
 #include "resview/cli.h"
 #include "resview/edit.h"
 #include "resview/gpus.h"
@@ -63,7 +62,7 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
     }
     rv_host_defaults(&host);
     /* a relative or empty cgroupsPath is placed by the runtime's own rule */
-    host.cg_rule = rv_args_dialect(runtime) == RV_DIALECT_CRUN ? RV_CG_CRUN : RV_CG_RUNC;
+    host.cg_rule = rv_cg_rule_of(runtime);
     r = rv_spec_request(spec.root, RV_ANN_ENV, "RESVIEW_ENV", &err);
     if (r == -2 || !(env = rv_spec_env(spec.root, &err)) ||
         rv_limits_compute(spec.root, &host, cfg->rounding, systemd, &lim, &err) < 0) {

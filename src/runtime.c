@@ -140,7 +140,7 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
         const char *base = strrchr(argv[0], '/');
         gpu_runtime(&cfg, &a, next, size);
         rv_host_defaults(&host);
-        host.cg_rule = rv_args_dialect(next) == RV_DIALECT_CRUN ? RV_CG_CRUN : RV_CG_RUNC;
+        host.cg_rule = rv_cg_rule_of(next);
         if (rv_shim_create(&cfg, &host, &a, next, strcmp(base ? base + 1 : argv[0],
                                                          RV_FUSE_RUNTIME_NAME) == 0, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);

@@ -36,6 +36,8 @@ for rt in runc crun; do
 done
 why=$("$CLI" env --bundle "$T/b-pod-runc")
 t_contains "resview env names the ancestor that won" "$why" "$CG_PARENT/pod1/cpu.$(cg_is_v2 && echo max || echo cfs_quota_us)"
+t_contains "resview env says LXCFS's CPU views do not follow a parent's quota" "$why" \
+    "LXCFS's CPU views (/proc/cpuinfo, /proc/stat) will show $(nproc) CPUs"
 
 # what else a parent can set: an effective cpuset (one CPU) counts; a soft
 # memory level (v2 memory.high, v1 memory.soft_limit_in_bytes) is not a limit
@@ -51,9 +53,6 @@ done
 why=$("$CLI" env --bundle "$T/b-pod2-runc")
 t_contains "resview env names the cpuset" "$why" "cpuset 0"
 t_contains "... and says no memory limit" "$why" "mem_mib = none"
-why=$("$CLI" env --bundle "$T/b-pod-runc")
-t_contains "resview env says LXCFS's CPU views do not follow a parent's quota" "$why" \
-    "LXCFS's CPU views (/proc/cpuinfo, /proc/stat) will show $(nproc) CPUs"
 
 # a relative or empty cgroupsPath is placed by the next runtime's own rule
 # (runc: below its own cgroup on v1, below that cgroup's parent on v2; crun:

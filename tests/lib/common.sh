@@ -215,9 +215,11 @@ cg_memsoft() {
     else echo "$2" >"/sys/fs/cgroup/memory/${1#/}/memory.soft_limit_in_bytes"; fi
 }
 # cg_enter PATH: move this (sub)shell into cgroup PATH of cg_limit
-cg_enter() { eval "$(cg_join_code "$1" | sed 's/\$\$/$BASHPID/g')"; }
-# cg_join_code PATH: shell code that moves $$ into cgroup PATH of cg_limit
+cg_enter() { eval "$(cg_join_code "$1" '$BASHPID')"; }
+# cg_join_code PATH [PID]: shell code that moves PID (the code's text, default
+# $$: the shell that runs it) into cgroup PATH of cg_limit
 cg_join_code() {
-    if cg_is_v2; then echo "echo \$\$ >/sys/fs/cgroup/${1#/}/cgroup.procs"
-    else echo "for c in cpu cpuacct cpuset memory; do echo \$\$ >/sys/fs/cgroup/\$c/${1#/}/cgroup.procs; done"; fi
+    local pid=${2:-'$$'}
+    if cg_is_v2; then echo "echo $pid >/sys/fs/cgroup/${1#/}/cgroup.procs"
+    else echo "for c in cpu cpuacct cpuset memory; do echo $pid >/sys/fs/cgroup/\$c/${1#/}/cgroup.procs; done"; fi
 }
