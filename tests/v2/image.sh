@@ -18,7 +18,7 @@ host_mirror() {
 MIRROR=${RESVIEW_V2_MIRROR:-$(host_mirror || true)}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 # host-only packages: building, fuzzing, valgrind, the guest's own tools
-SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|clang|valgrind|time|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils)$'
+SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|clang|valgrind|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils)$'
 EXTRA="linux-image-amd64 systemd-sysv udev kmod dbus iproute2 procps libjansson4 libseccomp2
        libmount1 gcc libc6-dev nodejs make ca-certificates uidmap slirp4netns apparmor"
 pkgs=$(sed 's/#.*//' tests/deps.d/*.txt | tr -s ' \t' '\n' | grep -v '^$' | grep -Ev "$SKIP" | sort -u | tr '\n' ' ')
