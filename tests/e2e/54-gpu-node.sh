@@ -183,7 +183,7 @@ run_pod() {
         metadata: {name: $name}, spec: {containers: [{name: "main", image: $img, command: ["/bin/sleep", "3600"],
         env: $env, resources: {limits: {cpu: "1", memory: "256Mi"}}}]}}' >"$T/$name.yaml"
     jq -n --arg sock "$CTD_SOCK" --arg m "$T/$name.yaml" --arg name "$name" --arg logs "$T/podlogs/$name" \
-        --arg cg "$CG_PARENT/$name" '{socket: $sock, manifest: $m, name: $name, uid: ("uid-" + $name),
+        --arg cg "$(pod_cgroup "$name")" '{socket: $sock, manifest: $m, name: $name, uid: ("uid-" + $name),
         log_dir: $logs, cgroup_parent: $cg, node_root: ""}' >"$T/$name.scenario"
     mkdir -p "$T/podlogs/$name"
     $PY "$TOP/tests/cri/kubelet.py" "$T" run-pod "$T/$name.scenario" 2>"$T/$name.err" >"$T/$name.ids"
