@@ -17,7 +17,10 @@
 # named to the agent as the host by RESVIEW_NODE_HOST_PID), where containerd
 # runs chrooted with its paths at their real places; / is rshared there, as on
 # a systemd host, so the agent's Bidirectional volume works for real. In the
-# node's PATH, systemctl is a script that restarts that containerd.
+# node's PATH, systemctl is a script that restarts that containerd. On a
+# systemd host with cgroup v2 containerd uses systemd's cgroup driver
+# (SystemdCgroup = true, pods in kubepods-burstable-podUID.slice), as nodes do:
+# the node sees the host's /run/systemd, where runc asks systemd for scopes.
 #
 # Cases, each with its own lines: first install; the agent killed (restarted
 # in its sandbox); the agent pod deleted and created again (a new sandbox);
@@ -62,6 +65,9 @@ for d in bin sbin lib lib64; do
 done
 touch "$NODE/.node-root"
 cp /etc/passwd /etc/group /etc/nsswitch.conf /etc/hosts /etc/hostname /etc/resolv.conf "$NODE/etc/" 2>/dev/null
+# with AppArmor on, containerd loads its profile with apparmor_parser, which
+# reads /etc/apparmor/parser.conf (a warning in its --version line otherwise)
+[ -d /etc/apparmor ] && cp -a /etc/apparmor /etc/apparmor.d "$NODE/etc/"
 [ -e /etc/ld.so.cache ] && cp /etc/ld.so.cache "$NODE/etc/"
 mount --bind "$NODE" "$NODE" && mount --make-private "$NODE"
 t_cleanup "umount -l '$NODE'"
@@ -71,6 +77,11 @@ for d in usr proc sys dev tmp bin sbin lib lib64; do
 done
 mkdir -p "$T/node-sbin" "$NODE/.oldroot"
 binds="$binds mount --bind '$T/node-sbin' '$NODE/usr/local/sbin';"
+# on a systemd host the node's runc asks systemd for its cgroups (SystemdCgroup)
+if [ "$ENGINE_CGROUPS" = systemd ]; then
+    mkdir -p "$NODE/run/systemd"
+    binds="$binds mount --bind /run/systemd '$NODE/run/systemd';"
+fi
 unshare --mount --propagation slave sh -c "$binds cd '$NODE' && pivot_root . .oldroot && umount -l /.oldroot &&
     mount --make-rshared / && exec /bin/sleep 2147483647" &
 NODE_INIT=$!
@@ -96,7 +107,7 @@ version = 2
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        SystemdCgroup = $([ "$ENGINE_CGROUPS" = systemd ] && echo true || echo false)
 EOF
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
 cat >"$T/node-containerd" <<EOF
@@ -141,7 +152,7 @@ node_kill_all() {   # every container of the node, then containerd
         [ -e "/proc/$p/root/.node-root" ] && kill -9 "$p" 2>/dev/null
     done
     # what no runtime could stop (a pod whose runtime binary is gone): the test's own cgroups
-    for p in $(cat $(find "$(cg_dir pids "$CG_PARENT")" -name cgroup.procs 2>/dev/null) 2>/dev/null); do
+    for p in $(cat $(find $POD_CGROUPS -name cgroup.procs 2>/dev/null) 2>/dev/null); do
         kill -9 "$p" 2>/dev/null
     done
 }
@@ -156,7 +167,7 @@ fuse_abort() {  # a deadlocked LXCFS: abort its FUSE connection so that its D-st
     for f in $(find "/sys/fs/cgroup/freezer$CG_PARENT" -name freezer.state 2>/dev/null); do
         echo THAWED >"$f" 2>/dev/null
     done
-    for f in $(find "/sys/fs/cgroup$CG_PARENT" -name cgroup.freeze 2>/dev/null); do
+    for f in $(find $POD_CGROUPS -name cgroup.freeze 2>/dev/null); do
         echo 0 >"$f" 2>/dev/null
     done
 }
@@ -171,7 +182,7 @@ run_pod() {
     local name=$1 manifest=$2 env=${3:-'{}'} extra=${4:-'{}'}
     mkdir -p "$T/logs/$name"
     jq -n --arg sock "$SOCK" --arg m "$manifest" --arg k "$K8S" --arg rc "$K8S/runtimeclass.yaml" \
-        --arg root "$NODE" --arg name "$name" --arg logs "$T/logs/$name" --arg cg "$CG_PARENT/$name" \
+        --arg root "$NODE" --arg name "$name" --arg logs "$T/logs/$name" --arg cg "$(pod_cgroup "$name")" \
         --argjson env "$env" --argjson extra "$extra" \
         '{socket: $sock, manifest: $m, kustomization: $k, runtimeclasses: $rc, node_root: $root,
           mount_root: "", name: $name, uid: ("uid-" + $name), log_dir: $logs, cgroup_parent: $cg,
@@ -188,7 +199,7 @@ agent_env() { # [MODE]
     jq -n --arg p "$NODE_INIT" --arg d "$([ "$MODE" = default ] && echo true || echo false)" --arg m "${1:-install}" \
         '{RESVIEW_NODE_HOST_PID: $p, RESVIEW_NODE_SET_AS_DEFAULT: $d, RESVIEW_NODE_MODE: $m}'
 }
-agent_pids() { cat "$(cg_dir pids "$CG_PARENT/$1/$(cid "$1" agent)")/cgroup.procs" 2>/dev/null; }
+agent_pids() { cat "$(cg_dir pids "$(ctr_cgroup "$1" "$(cid "$1" agent)")")/cgroup.procs" 2>/dev/null; }
 kill_agent() { # NAME: the agent's container SIGKILLed, LXCFS first (the OOM killer): a dead mount
     kill -9 "$(cat "$NODE/var/lib/resview/lxcfs.pid")" $(agent_pids "$1") 2>/dev/null
     sleep 0.3
@@ -242,7 +253,7 @@ own_views() { # NAME: LXCFS views in the agent's own mount namespace (must be no
 node_down() { # WHAT
     echo "# $1: the node is deadlocked; LXCFS's threads:"
     for p in $(pgrep -x lxcfs); do
-        grep -q "$CG_PARENT/" "/proc/$p/cgroup" 2>/dev/null || continue
+        grep -qE "$CG_PARENT/|pod${TID}_" "/proc/$p/cgroup" 2>/dev/null || continue
         echo "#   lxcfs $p: $(awk '{print $3}' /proc/$p/stat) $(cat /proc/$p/wchan 2>/dev/null)"
     done
     fuse_abort
@@ -267,7 +278,7 @@ t_eq "install: agent pod created on the node's one containerd" "$(cat "$T/agent1
 t_ready install agent1 60
 echo "# agent ready $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kubelet stand-in's RunPodSandbox"
 t_eq "install: containerd restarted exactly once" "$(restarts)" "1"
-t_not_contains "install: …outside the agent pod's cgroup" "$(cat "$T/restarts")" "$CG_PARENT/agent1"
+t_not_contains "install: …outside the agent pod's cgroup" "$(cat "$T/restarts")" "$(pod_cgroup agent1)"
 t_eq "install: the agent's pod survived the restart of the containerd that runs it" \
     "$(timeout 30 $KUBELET status "$SOCK" "$(cid agent1 agent)" | jq -r .state)" "CONTAINER_RUNNING"
 if [ "$MODE" = default ]; then

@@ -28,14 +28,21 @@ CG_PARENT=/resview-test/$(basename "$T")
 # nodes do (docker's and podman's default there; containerd's SystemdCgroup =
 # true): ENGINE_CGROUPS is systemd or cgroupfs, ENGINE_CG_PARENT the parent
 # the tests give an engine (a slice, or $CG_PARENT), pod_cgroup NAME a CRI
-# pod's cgroup_parent (kubepods-burstable-podUID.slice, or below $CG_PARENT).
+# pod's cgroup_parent (kubepods-burstable-podUID.slice, or below $CG_PARENT),
+# ctr_cgroup POD ID the cgroup (from the root) containerd's CRI gives a
+# container of that pod, POD_CGROUPS the directories of the test's pods.
 TID=$(basename "$T" | tr -dc 'a-zA-Z0-9')
 if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then
     ENGINE_CGROUPS=systemd ENGINE_CG_PARENT=rvtest-$TID.slice
     pod_cgroup() { echo "kubepods-burstable-pod${TID}_${1//[^a-zA-Z0-9]/_}.slice"; }
+    ctr_cgroup() { echo "/kubepods.slice/kubepods-burstable.slice/$(pod_cgroup "$1")/cri-containerd-$2.scope"; }
+    POD_CGROUPS="/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${TID}_*.slice"
 else
     ENGINE_CGROUPS=cgroupfs ENGINE_CG_PARENT=$CG_PARENT
     pod_cgroup() { echo "$CG_PARENT/$1"; }
+    ctr_cgroup() { echo "$CG_PARENT/$1/$2"; }
+    POD_CGROUPS=/sys/fs/cgroup/pids$CG_PARENT
+    [ -f /sys/fs/cgroup/cgroup.controllers ] && POD_CGROUPS=/sys/fs/cgroup$CG_PARENT
 fi
 
 _t_cleanups=()
