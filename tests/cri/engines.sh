@@ -75,7 +75,7 @@ ctd_cri_toml() {
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         Root = "$T/ctd/runc-root"
-        SystemdCgroup = $([ "$ENGINE_CGROUPS" = systemd ] && echo true || echo false)
+        SystemdCgroup = $SYSTEMD_CGROUP
 EOF
 }
 

@@ -19,7 +19,7 @@ jq --arg h "$HOOK" --arg c "$T/config.json" '.hook.path = $h | .hook.env = ["RES
 rv_rootfs "$T/rootfs"
 P=(podman --root "$T/storage" --runroot "$T/run" --hooks-dir "$T/hooks.d" --cgroup-manager "$ENGINE_CGROUPS"
    --events-backend file --tmpdir "$T/ptmp")
-RUN=(run --rm --cgroup-parent "$([ "$ENGINE_CGROUPS" = systemd ] && echo "$ENGINE_CG_PARENT" || echo "$CG_PARENT/podman")" --memory 512m --cpus 1 --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network none)
+RUN=(run --rm --cgroup-parent "$ENGINE_CG_PARENT" --memory 512m --cpus 1 --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network none)
 t_cleanup "${P[*]} rm -af; ${P[*]} rmi -af"
 tar -C "$T/rootfs" -c . | "${P[@]}" import - localhost/rv-lxcfs:latest >/dev/null 2>&1
 for rt in runc "$CRUN_V1"; do

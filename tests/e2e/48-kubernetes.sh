@@ -107,7 +107,7 @@ version = 2
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = $([ "$ENGINE_CGROUPS" = systemd ] && echo true || echo false)
+        SystemdCgroup = $SYSTEMD_CGROUP
 EOF
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
 cat >"$T/node-containerd" <<EOF

@@ -46,7 +46,7 @@ cg_limit "$JOB" "" 536870912
 cg_limit "$JOB/step_0" "" ""
 cg_cpuset "$JOB/step_0" 0
 cg_limit "$JOB/step_0/task_0" "" ""
-if cg_is_v2; then JOB_JOIN="echo \$\$ >/sys/fs/cgroup/$JOB/step_0/task_0/cgroup.procs"
+if cg_is_v2; then JOB_JOIN=$(cg_join_code "$JOB/step_0/task_0")
 else JOB_JOIN="echo \$\$ >/sys/fs/cgroup/cpuset/$JOB/step_0/cgroup.procs && echo \$\$ >/sys/fs/cgroup/memory/$JOB/step_0/task_0/cgroup.procs"; fi
 
 # enroot's installation: the site's hooks.d with resview's hook, environ.d as shipped

@@ -145,7 +145,7 @@ CONF
 s3rver_cached() { [ -x "$TOP/build/test-cache/s3rver/node_modules/.bin/s3rver" ]; }
 s3rver_start() {
     local cache=$TOP/build/test-cache/s3rver
-    if [ ! -x "$cache/node_modules/.bin/s3rver" ]; then
+    if ! s3rver_cached; then
         mkdir -p "$cache"
         npm install --prefix "$cache" --cache "$cache/npm-cache" --no-audit --no-fund --loglevel=error \
             s3rver@3 >"$T/npm.log" 2>&1 || { echo "npm install s3rver failed:"; tail -5 "$T/npm.log"; return 1; }

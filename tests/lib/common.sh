@@ -24,25 +24,29 @@ CRUN_V1=$TOP/tests/lib/crun-v1
 T_N=0
 # Containers go under this cgroup (unique per test run), removed at exit.
 CG_PARENT=/resview-test/$(basename "$T")
+# cgroup v2 (the unified hierarchy, as tests/v2/ runs them) or v1
+cg_is_v2() { [ -f /sys/fs/cgroup/cgroup.controllers ]; }
+# cg_dir CONTROLLER PATH: the directory of cgroup PATH in CONTROLLER's hierarchy
+cg_dir() { if cg_is_v2; then echo "/sys/fs/cgroup/${2#/}"; else echo "/sys/fs/cgroup/$1/${2#/}"; fi; }
 # Engines on a systemd host with cgroup v2 use systemd's cgroup driver, as
 # nodes do (docker's and podman's default there; containerd's SystemdCgroup =
-# true): ENGINE_CGROUPS is systemd or cgroupfs, ENGINE_CG_PARENT the parent
+# true): ENGINE_CGROUPS is systemd or cgroupfs (SYSTEMD_CGROUP: containerd's
+# SystemdCgroup, true or false), ENGINE_CG_PARENT the parent
 # the tests give an engine (a slice, or $CG_PARENT), pod_cgroup NAME a CRI
 # pod's cgroup_parent (kubepods-burstable-podUID.slice, or below $CG_PARENT),
 # ctr_cgroup POD ID the cgroup (from the root) containerd's CRI gives a
 # container of that pod, POD_CGROUPS the directories of the test's pods.
 TID=$(basename "$T" | tr -dc 'a-zA-Z0-9')
-if [ -f /sys/fs/cgroup/cgroup.controllers ] && [ -d /run/systemd/system ]; then
-    ENGINE_CGROUPS=systemd ENGINE_CG_PARENT=rvtest-$TID.slice
+if cg_is_v2 && [ -d /run/systemd/system ]; then
+    ENGINE_CGROUPS=systemd SYSTEMD_CGROUP=true ENGINE_CG_PARENT=rvtest-$TID.slice
     pod_cgroup() { echo "kubepods-burstable-pod${TID}_${1//[^a-zA-Z0-9]/_}.slice"; }
     ctr_cgroup() { echo "/kubepods.slice/kubepods-burstable.slice/$(pod_cgroup "$1")/cri-containerd-$2.scope"; }
     POD_CGROUPS="/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${TID}_*.slice"
 else
-    ENGINE_CGROUPS=cgroupfs ENGINE_CG_PARENT=$CG_PARENT
+    ENGINE_CGROUPS=cgroupfs SYSTEMD_CGROUP=false ENGINE_CG_PARENT=$CG_PARENT
     pod_cgroup() { echo "$CG_PARENT/$1"; }
     ctr_cgroup() { echo "$CG_PARENT/$1/$2"; }
-    POD_CGROUPS=/sys/fs/cgroup/pids$CG_PARENT
-    [ -f /sys/fs/cgroup/cgroup.controllers ] && POD_CGROUPS=/sys/fs/cgroup$CG_PARENT
+    POD_CGROUPS=$(cg_dir pids "$CG_PARENT")
 fi
 
 _t_cleanups=()
@@ -174,10 +178,6 @@ lxcfs_stop() {
     rm -f "$T/lxcfs.pid"
 }
 
-# A cgroup (v1 cpu or v2) for tests to place containers under; removed at exit.
-cg_v1() { echo "/sys/fs/cgroup/$1"; }
-# cgroup v2 (the unified hierarchy, as tests/v2/ runs them) or v1
-cg_is_v2() { [ -f /sys/fs/cgroup/cgroup.controllers ]; }
 # cg_limit PATH QUOTA MEM: cgroup PATH (from the root; under $CG_PARENT, so
 # removed at exit) limited to QUOTA/100000 CPUs and MEM bytes ("" for none),
 # at the same path in each hierarchy a job uses (v1: cpu, cpuacct, cpuset,
@@ -208,8 +208,6 @@ cg_limit() {
                          echo "$quota" >"/sys/fs/cgroup/cpu/$path/cpu.cfs_quota_us"; }
     [ -z "$mem" ] || echo "$mem" >"/sys/fs/cgroup/memory/$path/memory.limit_in_bytes"
 }
-# cg_dir CONTROLLER PATH: the directory of cgroup PATH in CONTROLLER's hierarchy
-cg_dir() { if cg_is_v2; then echo "/sys/fs/cgroup/${2#/}"; else echo "/sys/fs/cgroup/$1/${2#/}"; fi; }
 # cg_cpuset PATH LIST: cgroup PATH of cg_limit restricted to CPUs LIST
 cg_cpuset() {
     if cg_is_v2; then echo "$2" >"/sys/fs/cgroup/${1#/}/cpuset.cpus"
