@@ -814,42 +814,27 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
     REFUSE("unmounted", 0);
 }
 
-/* Printable copy of a tenant string for the log. */
-static void printable(char *dst, size_t size, const char *src)
-{
-    size_t i;
-
-    for (i = 0; src[i] && i + 1 < size; i++)
-        dst[i] = ((unsigned char)src[i] < 0x20 || src[i] == 0x7f) ? '?' : src[i];
-    dst[i] = '\0';
-}
-
 static const char *call_name(enum rv_broker_call call)
 {
     return call == RV_CALL_MOUNT ? "mount" : call == RV_CALL_UMOUNT ? "umount" : "umount2";
 }
 
-/* Served calls at debug level; refusals one by one at first, then every 1000th. */
+/* Served calls at debug level; refusals one by one at first, then every
+ * 1000th. The tenant's strings as they came: rv_log escapes them. */
 static void log_result(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                        enum rv_broker_call call, const struct mount_args *a, int r, const char *why)
 {
-    char fstype[64], target[200];
-
     if (r == 0 || r == GONE) {
         ctx->served++;
-        printable(fstype, sizeof(fstype), a->fstype);
-        printable(target, sizeof(target), a->target);
-        rv_log(RV_DEBUG, "fuse broker: %s%s%s `%s` (tid %u): %s", call_name(call),
-               *fstype ? " " : "", fstype, target, n->pid, why);
+        rv_log(RV_DEBUG, "fuse broker: %s%s%.63s `%.199s` (tid %u): %s", call_name(call),
+               *a->fstype ? " " : "", a->fstype, a->target, n->pid, why);
         return;
     }
     if (++ctx->refused > LOG_REFUSALS && ctx->refused % 1000 != 0)
         return;
-    printable(fstype, sizeof(fstype), a->fstype);
-    printable(target, sizeof(target), a->target);
-    rv_log(RV_INFO, "fuse broker: refused (%s, %lu so far): %s%s%s `%s` (tid %u): %s",
+    rv_log(RV_INFO, "fuse broker: refused (%s, %lu so far): %s%s%.63s `%.199s` (tid %u): %s",
            strerror(-r), ctx->refused, call == RV_CALL_OTHER ? "system call" : call_name(call),
-           *fstype ? " " : "", fstype, target, n->pid, why);
+           *a->fstype ? " " : "", a->fstype, a->target, n->pid, why);
 }
 
 int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n)

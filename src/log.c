@@ -29,11 +29,11 @@ void rv_log_init(const char *binary, const struct rv_config *cfg)
 
 void rv_log_set_id(const char *id)
 {
-    /* ids are tenant-visible strings: keep them printable and short */
-    size_t i;
-    for (i = 0; id[i] && i < sizeof(L.id) - 1; i++)
-        L.id[i] = ((unsigned char)id[i] < 0x21 || id[i] == 0x7f) ? '?' : id[i];
-    L.id[i] = '\0';
+    /* ids are tenant-visible strings: printable, short, and without spaces */
+    rv_escape(L.id, sizeof(L.id), id);
+    for (char *p = L.id; *p; p++)
+        if (*p == ' ')
+            *p = '?';
 }
 
 void rv_log_runtime_file(const char *path, bool json)
@@ -62,57 +62,6 @@ static bool append_line(const char *path, const char *line, size_t len)
 
 /* --- runc's log format (logrus, as built into runc) -------------------------- */
 
-/* One rune of UTF-8 as Go decodes it (utf8.DecodeRune): its length, or 0 for
- * a byte that starts no valid sequence (Go: RuneError, width 1). */
-static size_t utf8_rune(const unsigned char *s, uint32_t *r)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    size_t n;
-
-    if (c < 0x80) {
-        *r = c;
-        return 1;
-    }
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, *r = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, *r = c & 0x0f, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, *r = c & 0x07, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
-            return 0;
-        *r = (*r << 6) | (s[i] & 0x3f);
-    }
-    return n;
-}
-
-/* Whether Go's strconv.IsPrint holds: letters, marks, numbers, punctuation,
- * symbols and the ASCII space. Below are the assigned code points outside
- * those (Unicode's Cc, Cf, Co, Zs, Zl, Zp; surrogates never decode);
- * unassigned ones, which Go escapes too and which change with its Unicode
- * version, are kept as they are. */
-static bool go_printable(uint32_t r)
-{
-    static const uint32_t not_print[][2] = {
-        { 0x7f, 0xa0 }, { 0xad, 0xad }, { 0x600, 0x605 }, { 0x61c, 0x61c }, { 0x6dd, 0x6dd },
-        { 0x70f, 0x70f }, { 0x890, 0x891 }, { 0x8e2, 0x8e2 }, { 0x1680, 0x1680 }, { 0x180e, 0x180e },
-        { 0x2000, 0x200f }, { 0x2028, 0x202f }, { 0x205f, 0x2064 }, { 0x2066, 0x206f },
-        { 0x3000, 0x3000 }, { 0xe000, 0xf8ff }, { 0xfeff, 0xfeff }, { 0xfff9, 0xfffb },
-        { 0x110bd, 0x110bd }, { 0x110cd, 0x110cd }, { 0x13430, 0x13438 }, { 0x1bca0, 0x1bca3 },
-        { 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 }, { 0xe0020, 0xe007f }, { 0xf0000, 0xffffd },
-        { 0x100000, 0x10fffd },
-    };
-    if (r < 0x20)
-        return false;
-    for (size_t i = 0; i < sizeof(not_print) / sizeof(not_print[0]); i++)
-        if (r >= not_print[i][0] && r <= not_print[i][1])
-            return false;
-    return true;
-}
-
 struct out {
     char *p;
     size_t n, size;
@@ -128,93 +77,42 @@ static void put(struct out *o, const char *s, size_t n)
     }
 }
 
-/* prefix, then v in that many lowercase hex digits ("\\x", 2: "\\x1b") */
-static void put_hex(struct out *o, const char *prefix, uint32_t v, int digits)
-{
-    char b[16];
-    size_t n = strlen(prefix);
-
-    memcpy(b, prefix, n);
-    for (int d = digits - 1; d >= 0; d--)
-        b[n++] = "0123456789abcdef"[(v >> (4 * d)) & 0xf];
-    put(o, b, n);
-}
-
-/* A logrus text value: as is when every byte is one of [A-Za-z0-9-._/@^+],
- * else Go's strconv.Quote (what logrus's text formatter does). */
+/* A logrus text value of an escaped message (printable ASCII only): as is
+ * when every byte is one of [A-Za-z0-9-._/@^+], else quoted as Go's
+ * strconv.Quote quotes printable ASCII (what logrus's text formatter does). */
 static void text_value(struct out *o, const char *s)
 {
-    const unsigned char *u = (const unsigned char *)s;
-
     if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/@^+") == strlen(s)) {
         put(o, s, strlen(s));
         return;
     }
     put(o, "\"", 1);
-    for (size_t i = 0; u[i];) {
-        uint32_t r;
-        size_t w = utf8_rune(u + i, &r);
-        const char *esc = NULL;
-        if (w == 0) {
-            put_hex(o, "\\x", u[i++], 2);
-            continue;
-        }
-        switch (r) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\a': esc = "\\a"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\v': esc = "\\v"; break;
-        }
-        if (esc)
-            put(o, esc, strlen(esc));
-        else if (go_printable(r))
-            put(o, s + i, w);
-        else if (r < 0x20 || r == 0x7f)
-            put_hex(o, "\\x", r, 2);
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\')
+            put(o, *s == '"' ? "\\\"" : "\\\\", 2);
         else
-            put_hex(o, r < 0x10000 ? "\\u" : "\\U", r, r < 0x10000 ? 4 : 8);
-        i += w;
-    }
+            put(o, s, 1);
     put(o, "\"", 1);
 }
 
-/* A JSON string as Go's encoding/json writes it for logrus's JSON formatter
- * (HTML-safe: <, >, & escaped; U+2028, U+2029 escaped; invalid UTF-8 becomes
- * U+FFFD), quotes included. */
+/* A JSON string of an escaped message as Go's encoding/json writes it for
+ * logrus's JSON formatter (HTML-safe: <, >, & escaped), quotes included. */
 static void json_value(struct out *o, const char *s)
 {
-    const unsigned char *u = (const unsigned char *)s;
-
     put(o, "\"", 1);
-    for (size_t i = 0; u[i];) {
-        uint32_t r;
-        size_t w = utf8_rune(u + i, &r);
-        if (w == 0) {
-            put(o, "\\ufffd", 6);
-            i++;
-            continue;
-        }
-        if (r == '"' || r == '\\')
-            put(o, r == '"' ? "\\\"" : "\\\\", 2);
-        else if (r == '\n' || r == '\r' || r == '\t')
-            put(o, r == '\n' ? "\\n" : r == '\r' ? "\\r" : "\\t", 2);
-        else if (r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029)
-            put_hex(o, "\\u", r, 4);
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\')
+            put(o, *s == '"' ? "\\\"" : "\\\\", 2);
+        else if (*s == '<' || *s == '>' || *s == '&')
+            put(o, *s == '<' ? "\\u003c" : *s == '>' ? "\\u003e" : "\\u0026", 6);
         else
-            put(o, s + i, w);
-        i += w;
-    }
+            put(o, s, 1);
     put(o, "\"", 1);
 }
 
 static void write_runtime_log(enum rv_level level, const char *msg)
 {
-    char tbuf[40], line[RV_ERRMSG_MAX * 6 + 256];
+    char tbuf[40], line[RV_LOG_LINE_MAX * 2 + 256];
     struct out o = { line, 0, sizeof(line) };
     const char *lvl = level == RV_WARN ? "warning" : rv_level_name(level);
     struct timespec ts;
@@ -248,23 +146,48 @@ static void write_runtime_log(enum rv_level level, const char *msg)
         append_line(L.runtime_log, line, o.n);
 }
 
+size_t rv_escape(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+
+    if (size == 0)
+        return 0;
+    for (; *src; src++) {
+        unsigned char c = (unsigned char)*src;
+        size_t w = c == '\\' ? 2 : c >= 0x20 && c <= 0x7e ? 1 : 4;
+        if (n + w >= size)
+            break;   /* never half an escape */
+        if (w == 1) {
+            dst[n] = (char)c;
+        } else if (w == 2) {
+            dst[n] = dst[n + 1] = '\\';
+        } else {
+            dst[n] = '\\';
+            dst[n + 1] = 'x';
+            dst[n + 2] = "0123456789abcdef"[c >> 4];
+            dst[n + 3] = "0123456789abcdef"[c & 0xf];
+        }
+        n += w;
+    }
+    dst[n] = '\0';
+    return n;
+}
+
 void rv_log(enum rv_level level, const char *fmt, ...)
 {
-    char msg[RV_ERRMSG_MAX], line[RV_ERRMSG_MAX + 256], tbuf[40];
+    char raw[RV_ERRMSG_MAX], msg[RV_LOG_LINE_MAX], line[RV_LOG_LINE_MAX + 256], tbuf[40];
     struct timespec ts;
     struct tm tm;
     va_list ap;
     int n;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
-    /* runc's log escapes the message; our own lines stay one line each */
+    /* whatever a tenant put in it, a line shows only printable ASCII */
+    rv_escape(msg, sizeof(msg), raw);
     if (level == RV_ERROR && L.runtime_log)
         write_runtime_log(level, msg);
-    for (char *p = msg; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
     if (level == RV_ERROR)
         fprintf(stderr, "resview-%s: %s\n", L.binary, msg);
     if (level > L.level || !L.file[0])

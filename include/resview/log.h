@@ -4,6 +4,17 @@
 
 #include "resview/config.h"
 
+/* A log line's message at most (RV_ERRMSG_MAX bytes of text, escaped). */
+#define RV_LOG_LINE_MAX (RV_ERRMSG_MAX * 4)
+
+/* Copy src into dst (size bytes with the NUL) with every byte outside
+ * printable ASCII (0x20-0x7e) written as \xHH and a backslash as \\: text a
+ * tenant controls (a mount target, an annotation, a path in its rootfs)
+ * cannot move a terminal's cursor, reverse a line (U+202E) or start a new
+ * one. Cut at a whole escape when dst is full. Returns the length. rv_log
+ * does it to every message. */
+size_t rv_escape(char *dst, size_t size, const char *src);
+
 /* binary: "runtime", "hook", "cli". Safe to call before a config is loaded
  * (then only errors reach stderr). */
 void rv_log_init(const char *binary, const struct rv_config *cfg);

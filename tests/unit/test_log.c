@@ -1,6 +1,8 @@
-/* runc's log format (--log, --log-format text|json) for hostile messages:
- * escaped as logrus does (text: Go's strconv.Quote when needed; json: Go's
- * encoding/json), so a message can never add a field or a line. */
+/* rv_escape, which rv_log applies to every message (only printable ASCII
+ * reaches a log, a terminal or an engine), and runc's log format (--log,
+ * --log-format text|json) for hostile messages: quoted as logrus does (text:
+ * Go's strconv.Quote when needed; json: Go's encoding/json), so a message can
+ * never add a field or a line. */
 #define _GNU_SOURCE
 #include "resview/log.h"
 #include "unit.h"
@@ -46,29 +48,37 @@ int main(void)
     if (!freopen("/dev/null", "w", stderr))
         abort();
 
+    /* rv_escape: every byte outside printable ASCII, and the backslash */
+    char e[64];
+    ok(rv_escape(e, sizeof(e), "plain /x_y-z.txt") == 16, "escape: printable ASCII as is");
+    ok_str(e, "plain /x_y-z.txt", "escape: printable ASCII as is (text)");
+    rv_escape(e, sizeof(e), "a\\b\nc\x7f\x01");
+    ok_str(e, "a\\\\b\\x0ac\\x7f\\x01", "escape: backslash, newline, DEL, controls");
+    rv_escape(e, sizeof(e), "\xc2\x9b" "2J\xe2\x80\xae" "x\xe2\x80\xa8\xff");
+    ok_str(e, "\\xc2\\x9b2J\\xe2\\x80\\xaex\\xe2\\x80\\xa8\\xff",
+           "escape: C1 CSI, RIGHT-TO-LEFT OVERRIDE, LINE SEPARATOR, invalid UTF-8, byte by byte");
+    ok(rv_escape(e, 6, "ab\x1b" "cd") == 2, "escape: cut before half an escape");
+    ok_str(e, "ab", "escape: cut before half an escape (text)");
+    ok(rv_escape(e, 1, "abc") == 0, "escape: room for the NUL only");
+
+    /* runc's format, of what rv_log escaped first */
     TEXT("plain", "level=error msg=plain\n", "a value of safe bytes is not quoted");
     TEXT("/a-b_c.d@e^f+g", "level=error msg=/a-b_c.d@e^f+g\n", "all of logrus's safe bytes");
     TEXT("two words", "level=error msg=\"two words\"\n", "a space quotes");
     TEXT("x\" level=info injected=\"1", "level=error msg=\"x\\\" level=info injected=\\\"1\"\n",
          "a quote cannot end the value and add fields");
-    TEXT("a\\\"b", "level=error msg=\"a\\\\\\\"b\"\n", "backslash before a quote");
-    TEXT("l1\nl2\r\tx\v\a\b\f", "level=error msg=\"l1\\nl2\\r\\tx\\v\\a\\b\\f\"\n",
+    TEXT("a\\\"b", "level=error msg=\"a\\\\\\\\\\\"b\"\n", "backslash before a quote");
+    TEXT("l1\nl2\r\t", "level=error msg=\"l1\\\\x0al2\\\\x0d\\\\x09\"\n",
          "a newline cannot start a line of its own");
-    TEXT("\x01\x1b[31m\x7f", "level=error msg=\"\\x01\\x1b[31m\\x7f\"\n", "control bytes, terminal escapes");
-    TEXT("caf\xc3\xa9 \xf0\x9f\x98\x80", "level=error msg=\"caf\xc3\xa9 \xf0\x9f\x98\x80\"\n",
-         "printable UTF-8 kept");
-    TEXT("\xc2\x85\xc2\xa0\xc2\xad\xe2\x80\xae\xe2\x80\xa8\xef\xbb\xbf\xf3\xa0\x80\x81",
-         "level=error msg=\"\\u0085\\u00a0\\u00ad\\u202e\\u2028\\ufeff\\U000e0001\"\n",
-         "C1 controls, spaces, bidi overrides, format characters");
-    TEXT("\xff\xc0\xaf\xed\xa0\x80\xe2\x82", "level=error msg=\"\\xff\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x82\"\n",
-         "invalid UTF-8 (overlong, surrogate, truncated) byte by byte");
+    TEXT("\x01\x1b[31m\x7f", "level=error msg=\"\\\\x01\\\\x1b[31m\\\\x7f\"\n", "control bytes, terminal escapes");
+    TEXT("caf\xc3\xa9\xe2\x80\xae", "level=error msg=\"caf\\\\xc3\\\\xa9\\\\xe2\\\\x80\\\\xae\"\n",
+         "UTF-8, a bidi override among it, escaped byte by byte");
     TEXT("", "level=error\n", "an empty message has no msg field");
 
     JSON("x\",\"level\":\"info", "\"x\\\",\\\"level\\\":\\\"info\"", "a quote cannot add a key");
     JSON("<a&b>", "\"\\u003ca\\u0026b\\u003e\"", "HTML-safe as Go's encoding/json");
-    JSON("l1\nl2\r\t\b\f\x01\x7f", "\"l1\\nl2\\r\\t\\u0008\\u000c\\u0001\x7f\"", "controls");
-    JSON("\xe2\x80\xa8\xe2\x80\xa9 caf\xc3\xa9", "\"\\u2028\\u2029 caf\xc3\xa9\"", "line separators escaped, UTF-8 kept");
-    JSON("\xff\xc0\xaf", "\"\\ufffd\\ufffd\\ufffd\"", "invalid UTF-8 becomes U+FFFD (the line is not lost)");
+    JSON("l1\nl2\x7f", "\"l1\\\\x0al2\\\\x7f\"", "controls");
+    JSON("\xe2\x80\xa8 caf\xc3\xa9", "\"\\\\xe2\\\\x80\\\\xa8 caf\\\\xc3\\\\xa9\"", "line separators and UTF-8 escaped");
 
     unlink(path);
     return unit_done();
