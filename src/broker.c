@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -71,11 +72,17 @@ struct slot {
 };
 
 static struct {
-    const char *id, *socket;
+    const char *id, *socket, *held_path;
     bool allow_other;
-    unsigned max_mounts;
+    unsigned max_mounts, max_mounts_node;
     char *volumes[RV_BROKER_MAX_VOLUMES];
     size_t n_volumes;
+    struct rv_vol_id vol_ids[RV_BROKER_MAX_VOLUMES];
+    size_t n_vol_ids;
+    struct rv_held held;       /* the node's table; fd -1: unavailable */
+    int fusectl;
+    char key[RV_HELD_ID_MAX];
+    struct rv_broker_shared *shared;
     int mntns;                 /* the container's mount namespace, held until we exit */
     char cg_join[2][PATH_MAX]; /* cgroup.procs of the container's memory and pids cgroups */
     unsigned long saturated;   /* requests answered EAGAIN: every worker blocked */
@@ -141,6 +148,7 @@ static struct {
     int slot, ctl;
     int notify[MAX_NOTIFY];
     int n_notify;
+    struct rv_held held;
     struct rv_broker_ctx ctx;
 } W;
 
@@ -282,11 +290,19 @@ static void worker_start(void)
         W.ctl = sp[1];
         memcpy(W.notify, B.notify, sizeof(int) * (size_t)B.n_notify);
         W.n_notify = B.n_notify;
+        /* a lock of our own on the node's table (flock locks belong to an
+         * open file description, which fork shares) */
+        W.held = B.held;
+        if (W.held.fd >= 0 && rv_held_reopen(&W.held) < 0)
+            W.held.fd = -1;
         W.ctx = (struct rv_broker_ctx){ .hostproc = B.hostproc, .home_mntns = B.home_mntns,
                                         .container_mntns = B.mntns, .allow_other = B.allow_other,
-                                        .max_mounts = B.max_mounts, .mounts = &B.mounts,
-                                        .record_fd = B.records[1], .volumes = B.volumes,
-                                        .n_volumes = B.n_volumes };
+                                        .max_mounts = B.max_mounts,
+                                        .max_mounts_node = B.max_mounts_node, .mounts = &B.mounts,
+                                        .record_fd = B.records[1], .vol_ids = B.vol_ids,
+                                        .n_vol_ids = B.n_vol_ids,
+                                        .held = W.held.fd >= 0 ? &W.held : NULL,
+                                        .fusectl = B.fusectl, .key = B.key, .shared = B.shared };
         worker_cgroups(&W.ctx);
         worker_loop();
     }
@@ -577,52 +593,42 @@ static unsigned blocked_workers(void)
 /* The container ended (its init is gone, or every process). A FUSE
  * connection we made for it may still have waiters, ours among them (a
  * request blocked on a tenant's daemon whose descriptor lives on somewhere)
- * and the container's own processes, which then cannot exit: abort the
- * connection of each mount we made that is still in the container's mount
- * namespace (held, so those mounts, their superblocks and their device
- * numbers are still theirs), through fusectl. Counts those that had
- * requests waiting. */
+ * and the container's own processes, which then cannot exit: abort, through
+ * fusectl, the connection of every file system we made for it that the
+ * kernel still holds (the node's table: detached ones too), each known by
+ * its fusectl directory's inode, not by its device number alone (which the
+ * kernel hands out again). Counts those that had requests waiting. */
 static void abort_connections(void)
 {
-    cleanup_free char *text = NULL;
-    cleanup_close int fs = -1, ctl = -1;
+    bool locked;
 
-    if (B.mounts.n == 0 || B.mntns < 0)
+    if (B.held.fd < 0 || B.fusectl < 0)
         return;
-    fs = rv_fsopen("fusectl", RV_FSOPEN_CLOEXEC);
-    if (fs >= 0 && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-        ctl = rv_fsmount(fs, RV_FSMOUNT_CLOEXEC, 0);
-    if (ctl < 0) {
-        rv_log(RV_WARN, "fuse broker: fusectl: %s: FUSE connections not aborted", strerror(errno));
-        return;
-    }
-    if (setns(B.mntns, CLONE_NEWNS) < 0)
-        return;
-    text = rv_broker_read_proc(B.hostproc, "thread-self/mountinfo");
-    for (size_t i = 0; text && i < B.mounts.n; i++) {
-        const struct rv_broker_mount *m = &B.mounts.m[i];
-        char fstype[256], p[64], waiting[32] = "";
-        unsigned maj, min;
-        bool shared;
+    /* the lock is best effort: the entries are checked one by one */
+    locked = rv_held_lock(&B.held) == 0;
+    for (uint32_t i = 0; i < B.held.t->n && i < RV_HELD_CAPACITY; i++) {
+        const struct rv_held_entry *e = &B.held.t->e[i];
+        char p[64], waiting[32] = "";
+        uint64_t ino;
         int fd;
-        if (rv_mountinfo_find(text, m->mnt_id, fstype, sizeof(fstype), &maj, &min, &shared) < 0 ||
-            maj != m->dev_major || min != m->dev_minor || strncmp(fstype, "fuse", 4) != 0)
+        if (strncmp(e->id, B.key, RV_HELD_ID_MAX) != 0 || rv_held_ino(B.fusectl, e->dev, &ino) < 0 ||
+            ino != e->ino)
             continue;
-        /* fusectl names a connection by the kernel's dev_t */
-        snprintf(p, sizeof(p), "%u/waiting", (maj << 20) | min);
-        if ((fd = openat(ctl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
+        snprintf(p, sizeof(p), "%u/waiting", e->dev);
+        if ((fd = openat(B.fusectl, p, O_RDONLY | O_CLOEXEC)) >= 0) {
             if (read(fd, waiting, sizeof(waiting) - 1) < 0)
                 waiting[0] = '\0';
             close(fd);
         }
-        snprintf(p, sizeof(p), "%u/abort", (maj << 20) | min);
-        if ((fd = openat(ctl, p, O_WRONLY | O_CLOEXEC)) < 0)
+        snprintf(p, sizeof(p), "%u/abort", e->dev);
+        if ((fd = openat(B.fusectl, p, O_WRONLY | O_CLOEXEC)) < 0)
             continue;
         if (write(fd, "1", 1) == 1 && atoi(waiting) > 0)
             B.aborted++;
         close(fd);
     }
-    setns(B.home_mntns, CLONE_NEWNS);
+    if (locked)
+        rv_held_unlock(&B.held);
 }
 
 /* Say what was done at the end: in the log, and when requests were still
@@ -730,6 +736,54 @@ static int loop(void)
     }
 }
 
+/* The identity of each volume's source as the spec names it, once, before
+ * the container runs: a symlink is the link itself (it is never a mount's
+ * root, so no FUSE mount goes there), never where it points later. */
+static void volumes_identify(void)
+{
+    struct stat st;
+
+    for (size_t i = 0; i < B.n_volumes; i++) {
+        cleanup_close int fd = open(B.volumes[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+            continue;
+        B.vol_ids[B.n_vol_ids].dev = st.st_dev;
+        B.vol_ids[B.n_vol_ids++].ino = st.st_ino;
+    }
+}
+
+/* The node's table of FUSE file systems, and fusectl to check it against.
+ * Without them no mount is made: the caps could not hold. */
+static void held_open(void)
+{
+    struct rv_error err = { 0 };
+
+    B.held.fd = -1;
+    rv_held_key(B.id, B.key);
+    if ((B.fusectl = rv_fusectl_open()) < 0)
+        rv_log(RV_WARN, "fuse broker: fusectl: %s: FUSE mounts are refused (their count could "
+               "not be kept)", strerror(errno));
+    else if (!B.held_path || !*B.held_path || rv_held_open(&B.held, B.held_path, true, &err) < 0)
+        rv_log(RV_WARN, "fuse broker: the node's table of FUSE file systems: %s: FUSE mounts are "
+               "refused (their count could not be kept)", err.msg[0] ? err.msg : "no path");
+}
+
+/* The lock that makes a container's mounts one at a time, whichever worker
+ * serves them: robust (a worker that dies holding it gives it up). */
+static int shared_init(void)
+{
+    pthread_mutexattr_t a;
+    int r;
+
+    if (pthread_mutexattr_init(&a) != 0)
+        return -1;
+    r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) ||
+        pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) ||
+        pthread_mutex_init(&B.shared->mount_lock, &a);
+    pthread_mutexattr_destroy(&a);
+    return r ? -1 : 0;
+}
+
 int rv_broker_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -740,6 +794,8 @@ int rv_broker_main(int argc, char **argv)
         { "log-level", required_argument, NULL, 'l' },
         { "max-mounts", required_argument, NULL, 'm' },
         { "volume", required_argument, NULL, 'v' },
+        { "max-mounts-node", required_argument, NULL, 'n' },
+        { "held", required_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct rv_config cfg;
@@ -756,6 +812,8 @@ int rv_broker_main(int argc, char **argv)
         case 'f': snprintf(cfg.log_file, sizeof(cfg.log_file), "%s", optarg); break;
         case 'l': cfg.log_level = (enum rv_level)atoi(optarg); break;
         case 'm': B.max_mounts = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'n': B.max_mounts_node = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'h': B.held_path = optarg; break;
         case 'v':
             if (B.n_volumes < RV_BROKER_MAX_VOLUMES)
                 B.volumes[B.n_volumes++] = optarg;
@@ -772,9 +830,12 @@ int rv_broker_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     B.listen_fd = RV_BROKER_LISTEN_FD;
     B.runtime_pidfd = RV_BROKER_RUNTIME_FD;
-    B.init_pidfd = B.worker_ctl = B.worker = B.mntns = -1;
+    B.init_pidfd = B.worker_ctl = B.worker = B.mntns = B.fusectl = -1;
+    B.held.fd = -1;
     if (B.max_mounts == 0)
         B.max_mounts = RV_FUSE_MAX_MOUNTS_DEFAULT;
+    if (B.max_mounts_node == 0 || B.max_mounts_node > RV_HELD_CAPACITY)
+        B.max_mounts_node = RV_FUSE_MAX_MOUNTS_NODE_DEFAULT;
     {
         struct sigaction sa = { .sa_handler = on_alarm };   /* no SA_RESTART */
         sigaction(SIGALRM, &sa, NULL);
@@ -785,8 +846,9 @@ int rv_broker_main(int argc, char **argv)
     B.home_mntns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
     B.slots = mmap(NULL, sizeof(struct slot) * MAX_WORKERS, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (B.hostproc < 0 || B.home_mntns < 0 || B.slots == MAP_FAILED ||
-        pipe2(B.records, O_CLOEXEC | O_NONBLOCK) < 0) {
+    B.shared = mmap(NULL, sizeof(*B.shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (B.hostproc < 0 || B.home_mntns < 0 || B.slots == MAP_FAILED || B.shared == MAP_FAILED ||
+        shared_init() < 0 || pipe2(B.records, O_CLOEXEC | O_NONBLOCK) < 0) {
         rv_log(RV_ERROR, "fuse broker: %s", strerror(errno));
         unlink(B.socket);
         return 1;
@@ -794,7 +856,11 @@ int rv_broker_main(int argc, char **argv)
     /* the worker blocks on a full pipe rather than lose a record; we never block */
     fcntl(B.records[1], F_SETFL, 0);
     fcntl(B.listen_fd, F_SETFL, fcntl(B.listen_fd, F_GETFL) | O_NONBLOCK);
-    rv_log(RV_INFO, "fuse broker: listening on %s (%zu volumes a FUSE mount may go on, at most %u mounts)", B.socket, B.n_volumes, B.max_mounts);
+    volumes_identify();
+    held_open();
+    rv_log(RV_INFO, "fuse broker: listening on %s (%zu volumes a FUSE mount may go on, at most %u "
+           "FUSE file systems held, %u on the node)", B.socket, B.n_volumes, B.max_mounts,
+           B.max_mounts_node);
     {
         /* sockets of brokers killed earlier: off the container's start path */
         char dir[PATH_MAX], *slash;

@@ -17,14 +17,18 @@
  *     daemon that never answers cannot hold us, and chroot, "..", symlinks
  *     and magic links cannot make a target mean another place;
  *  4. decide the place by mount identity (mount id, device, the volume's
- *     host inode), never by a path string;
+ *     host inode, taken when the broker started), never by a path string;
+ *     from the walk to the attach, one mount of the container at a time
+ *     (a lock shared by every worker, replaced ones included);
  *  5. join the container's memory and pids cgroups (the kernel memory of
  *     the mount is the container's), take the caller's /dev/fuse descriptor
  *     with pidfd_getfd (the number in fd= is never trusted) only now, and
  *     drop it once the superblock exists: nothing that can wait holds it;
- *  6. mount with fsopen/fsconfig/fsmount/move_mount onto the target fd with
- *     options rebuilt here and nosuid,nodev forced; unmount only FUSE mounts
- *     this broker made;
+ *  6. under the node's table lock (fuse_held.h): count the FUSE file systems
+ *     the container and the node hold (until the kernel frees them, however
+ *     detached), then mount with fsopen/fsconfig/fsmount/move_mount onto the
+ *     target fd with options rebuilt here and nosuid,nodev forced, and enter
+ *     the new one in the table; unmount only FUSE mounts this broker made;
  *  7. answer; a mount whose caller is gone by then is taken away again.
  * The fresh FUSE mount is never stat'ed or read: the daemon that must answer
  * may be the very caller blocked in mount(2). The answer is never
@@ -356,22 +360,6 @@ static bool kernel_fs(const char *fstype)
     return false;
 }
 
-/* The host identities of the engine's volumes, taken once per worker in the
- * broker's own mount namespace (before the first setns). */
-static void volumes_load(struct rv_broker_ctx *ctx)
-{
-    struct stat st;
-
-    if (ctx->vol_ready)
-        return;
-    ctx->vol_ready = true;
-    for (size_t i = 0; i < ctx->n_volumes && ctx->n_vol_ids < RV_BROKER_MAX_VOLUMES; i++)
-        if (stat(ctx->volumes[i], &st) == 0) {
-            ctx->vol_ids[ctx->n_vol_ids].dev = st.st_dev;
-            ctx->vol_ids[ctx->n_vol_ids++].ino = st.st_ino;
-        }
-}
-
 /* Whether the mount holding fd is a place for FUSE: the container's root
  * file system, or a volume: a mount whose root is the host directory or
  * file the engine bound (same device and inode), and that is neither FUSE
@@ -659,15 +647,125 @@ static int charge(struct rv_broker_ctx *ctx, bool join)
     return 0;
 }
 
+/* One mount of the container at a time, from the walk to the attach,
+ * whichever worker serves it (a replaced one that woke up included): two
+ * calls for the same target cannot both find it free and stack two mounts. */
+static int mount_lock(struct rv_broker_ctx *ctx)
+{
+    struct timespec until;
+    int r;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += RV_BROKER_LOCK_MS / 1000;
+    r = pthread_mutex_timedlock(&ctx->shared->mount_lock, &until);
+    if (r == EOWNERDEAD)
+        r = pthread_mutex_consistent(&ctx->shared->mount_lock);
+    return r == 0 ? 0 : -EAGAIN;
+}
+
+/* Under the node's table lock, where nothing waits on a tenant: count what
+ * the container and the node hold (file systems the kernel has not freed,
+ * however they were detached), make the file system, enter it in the table
+ * and attach it. */
+static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const struct mount_args *a,
+                         const struct rv_mount_flags *fl, const struct rv_fuse_opts *o,
+                         const char *subtype, const char **why)
+{
+    struct rv_broker_mount m;
+    uint64_t ino;
+    uint32_t dev;
+    int r;
+
+    rv_held_prune(ctx->held, ctx->fusectl, ctx->key);
+    if (rv_held_count(ctx->held, ctx->key) >= ctx->max_mounts) {
+        ctx->cap_hit = 1;
+        REFUSE("the container holds fuse.max_mounts FUSE file systems", -ENOSPC);
+    }
+    if (rv_held_count(ctx->held, NULL) >= ctx->max_mounts_node)
+        rv_held_prune(ctx->held, ctx->fusectl, NULL);
+    if (rv_held_count(ctx->held, NULL) >= ctx->max_mounts_node) {
+        ctx->cap_hit = 2;
+        REFUSE("the node holds fuse.max_mounts_node FUSE file systems", -ENOSPC);
+    }
+    r = fuse_context(a, o, subtype, fl, c->fuse_fd);
+    close(c->fuse_fd);
+    c->fuse_fd = -1;
+    if (r < 0)
+        REFUSE("fsconfig", r);
+    c->fs = r;
+    if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl->attrs)) < 0)
+        REFUSE("fsmount", -errno);
+    /* fusectl names a connection by the kernel's dev_t */
+    if (mount_of(c->mnt, &m, NULL, NULL) < 0)
+        REFUSE("mount id of the new mount", -EPERM);
+    dev = (m.dev_major << 20) | m.dev_minor;
+    if (rv_held_ino(ctx->fusectl, dev, &ino) < 0)
+        REFUSE("the new file system's connection is not in fusectl", -EPERM);
+    if (rv_held_add(ctx->held, ctx->key, dev, ino) < 0)
+        REFUSE("the node's table of FUSE file systems is full", -ENOSPC);
+    if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        REFUSE("move_mount", -errno);   /* its entry goes when the kernel frees it */
+    record(ctx, RV_EV_MOUNTED, &m);
+    return 0;
+}
+
+static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
+                        struct caller *c, struct mount_args *a, struct place *pl,
+                        const struct rv_mount_flags *fl, const struct rv_fuse_opts *o,
+                        const char *subtype, const char **why)
+{
+    char name[NAME_MAX + 1];
+    struct rv_statx sx;
+    struct stat st;
+    int r;
+
+    if ((r = walk(ctx, pl, c, a->target, true, &c->parent, name)) < 0)
+        REFUSE(r == -EPERM ? "target: a path through a place that is not the container's root "
+                             "file system or a volume (/proc, /sys, a FUSE mount, ...)"
+                           : "target", r);
+    c->target = r;
+    /* the type from the inode as cached: a FUSE daemon is not asked */
+    if (rv_statx(c->target, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
+        REFUSE("target", -errno);
+    if (!S_ISDIR(sx.stx_mode) && !S_ISREG(sx.stx_mode))
+        REFUSE("target is neither a directory nor a regular file", -EPERM);
+    if (S_ISDIR(sx.stx_mode) != ((o->rootmode & S_IFMT) == S_IFDIR))
+        REFUSE("rootmode does not match the target", -ENOTDIR);
+    if ((r = place_for_mount(ctx, pl, c->target, c->parent, why)) < 0)
+        return r;
+    if (charge(ctx, true) < 0)
+        REFUSE("cannot join the container's cgroups (to charge it for the mount)", -ENOMEM);
+    /* The caller's own descriptor, which must be /dev/fuse; held only until
+     * the superblock exists (it must not keep a connection alive while
+     * anything below waits). */
+    c->fuse_fd = rv_pidfd_getfd(c->pidfd, o->fd, 0);
+    if (c->fuse_fd < 0)
+        REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
+    if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
+        REFUSE("fd= is not /dev/fuse", -EINVAL);
+    if (rv_held_lock(ctx->held) < 0)
+        REFUSE("the node's table of FUSE file systems is busy", -EAGAIN);
+    r = mount_counted(ctx, c, a, fl, o, subtype, why);
+    rv_held_unlock(ctx->held);
+    if (r < 0)
+        return r;
+    if (answer(ctx, n->id, 0) < 0) {
+        /* The caller is gone (killed, or interrupted and restarting): no one
+         * knows of this mount; take it away (the table lets it go when the
+         * kernel frees it). */
+        detach_fd(ctx, c->mnt);
+        REFUSE("mounted, but the caller was gone: detached again", GONE);
+    }
+    REFUSE("mounted", ANSWERED);
+}
+
 static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                     struct caller *c, struct mount_args *a, struct place *pl, const char **why)
 {
     struct rv_mount_flags fl;
     struct rv_fuse_opts o;
-    struct rv_broker_mount m;
-    char subtype[RV_FUSE_SUBTYPE_MAX], name[NAME_MAX + 1];
-    struct rv_statx sx;
-    struct stat st;
+    char subtype[RV_FUSE_SUBTYPE_MAX];
     int r;
 
     if ((r = rv_mountreq_flags(n->data.args[3], &fl)) < 0)
@@ -696,57 +794,15 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
             REFUSE("subtype given twice", -EINVAL);
         strcpy(subtype, o.subtype);
     }
-    if (ctx->mounts->n >= ctx->max_mounts)
-        REFUSE("the container has fuse.max_mounts FUSE mounts already", -ENOSPC);
     if ((r = enter(ctx, c, pl)) < 0)
         REFUSE("cannot enter the container's mount namespace (user namespace, or another one?)", r);
-    if ((r = walk(ctx, pl, c, a->target, true, &c->parent, name)) < 0)
-        REFUSE(r == -EPERM ? "target: a path through a place that is not the container's root "
-                             "file system or a volume (/proc, /sys, a FUSE mount, ...)"
-                           : "target", r);
-    c->target = r;
-    /* the type from the inode as cached: a FUSE daemon is not asked */
-    if (rv_statx(c->target, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
-        REFUSE("target", -errno);
-    if (!S_ISDIR(sx.stx_mode) && !S_ISREG(sx.stx_mode))
-        REFUSE("target is neither a directory nor a regular file", -EPERM);
-    if (S_ISDIR(sx.stx_mode) != ((o.rootmode & S_IFMT) == S_IFDIR))
-        REFUSE("rootmode does not match the target", -ENOTDIR);
-    if ((r = place_for_mount(ctx, pl, c->target, c->parent, why)) < 0)
-        return r;
-    if (charge(ctx, true) < 0)
-        REFUSE("cannot join the container's cgroups (to charge it for the mount)", -ENOMEM);
-    /* The caller's own descriptor, which must be /dev/fuse; held only until
-     * the superblock exists (it must not keep a connection alive while
-     * anything below waits). */
-    c->fuse_fd = rv_pidfd_getfd(c->pidfd, o.fd, 0);
-    if (c->fuse_fd < 0)
-        REFUSE("fd= is not an open descriptor of the caller", -EINVAL);
-    if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
-        st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
-        REFUSE("fd= is not /dev/fuse", -EINVAL);
-    r = fuse_context(a, &o, subtype, &fl, c->fuse_fd);
-    close(c->fuse_fd);
-    c->fuse_fd = -1;
-    if (r < 0)
-        REFUSE("fsconfig", r);
-    c->fs = r;
-    if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl.attrs)) < 0)
-        REFUSE("fsmount", -errno);
-    if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
-        REFUSE("move_mount", -errno);
-    if (mount_of(c->mnt, &m, NULL, NULL) < 0) {
-        detach_fd(ctx, c->mnt);
-        REFUSE("mount id of the new mount", -EPERM);
-    }
-    if (answer(ctx, n->id, 0) < 0) {
-        /* The caller is gone (killed, or interrupted and restarting): no one
-         * knows of this mount; take it away. */
-        detach_fd(ctx, c->mnt);
-        REFUSE("mounted, but the caller was gone: detached again", GONE);
-    }
-    record(ctx, RV_EV_MOUNTED, &m);
-    REFUSE("mounted", ANSWERED);
+    if (!ctx->held || ctx->fusectl < 0)
+        REFUSE("the node's table of FUSE file systems is unavailable (see the broker's start)", -EPERM);
+    if ((r = mount_lock(ctx)) < 0)
+        REFUSE("another mount of this container is blocked", r);
+    r = mount_locked(ctx, n, c, a, pl, &fl, &o, subtype, why);
+    pthread_mutex_unlock(&ctx->shared->mount_lock);
+    return r;
 }
 
 /* umount2 without MNT_DETACH must see whether the mount is busy, which our
@@ -837,6 +893,21 @@ static void log_result(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif 
            *a->fstype ? " " : "", a->fstype, a->target, n->pid, why);
 }
 
+/* A cap met: said once per container (every worker asks the same flag), not
+ * once per request. */
+static void log_cap(struct rv_broker_ctx *ctx)
+{
+    ctx->refused++;
+    if (ctx->cap_hit == 1 && !atomic_exchange(&ctx->shared->said_cap, 1))
+        rv_log(RV_WARN, "fuse broker: the container holds %u FUSE file systems (fuse.max_mounts, "
+               "detached ones included until the kernel frees them): further mounts get ENOSPC "
+               "(said once)", ctx->max_mounts);
+    else if (ctx->cap_hit == 2 && !atomic_exchange(&ctx->shared->said_node, 1))
+        rv_log(RV_WARN, "fuse broker: the node holds %u FUSE file systems made by brokers "
+               "(fuse.max_mounts_node): further mounts get ENOSPC (said once per container; "
+               "resview doctor shows who holds them)", ctx->max_mounts_node);
+}
+
 int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n)
 {
     enum rv_broker_call call = rv_broker_call(n->data.arch, n->data.nr);
@@ -849,6 +920,7 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
 
     a.fstype[0] = a.source[0] = a.target[0] = a.data[0] = '\0';
     a.has_source = false;
+    ctx->cap_hit = 0;
     if (call == RV_CALL_OTHER) {
         r = -ENOSYS;
         why = "not a call the broker answers";
@@ -860,7 +932,6 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         caller_close(&c);
         return 0;   /* gone before its arguments were read */
     }
-    volumes_load(ctx);
     if (pre < 0) {
         r = pre;
         why = "cannot open the caller's process";
@@ -884,6 +955,9 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
     if (!uncharged)
         rv_log(RV_WARN, "fuse broker: cannot go back to the broker's own cgroups: %s",
                strerror(errno));
-    log_result(ctx, n, call, &a, r, why);
+    if (ctx->cap_hit)
+        log_cap(ctx);
+    else
+        log_result(ctx, n, call, &a, r, why);
     return 0;
 }

@@ -287,8 +287,8 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
                          const char *want, json_t *volumes, pid_t shim, int pipe_w)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char path[sizeof(sa.sun_path)], level[8], suffix[32], max[16];
-    char *argv[16 + 2 * RV_BROKER_MAX_VOLUMES];
+    char path[sizeof(sa.sun_path)], level[8], suffix[32], max[16], max_node[16], held[PATH_MAX];
+    char *argv[24 + 2 * RV_BROKER_MAX_VOLUMES];
     json_t *v;
     size_t i;
     int argc = 0;
@@ -357,9 +357,13 @@ static void broker_child(const struct rv_config *cfg, const char *id, const char
         signal(s, SIG_DFL);
     snprintf(level, sizeof(level), "%d", (int)cfg->log_level);
     snprintf(max, sizeof(max), "%u", cfg->fuse_max_mounts);
+    snprintf(max_node, sizeof(max_node), "%u", cfg->fuse_max_mounts_node);
+    if (rv_snprintf(held, sizeof(held), "%s/%s", dir, RV_HELD_FILE) < 0)
+        held[0] = '\0';   /* the broker refuses mounts and says why */
 #define ARG(s) (argv[argc++] = (char *)(s))
     ARG(RV_BROKER_NAME), ARG("--id"), ARG(id), ARG("--socket"), ARG(path);
     ARG("--allow-other"), ARG(cfg->fuse_allow_other ? "1" : "0"), ARG("--max-mounts"), ARG(max);
+    ARG("--max-mounts-node"), ARG(max_node), ARG("--held"), ARG(held);
     ARG("--log-file"), ARG(cfg->log_file), ARG("--log-level"), ARG(level);
     json_array_foreach(volumes, i, v)
         if (json_is_string(v) && i < RV_BROKER_MAX_VOLUMES)

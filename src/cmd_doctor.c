@@ -5,6 +5,7 @@
 #include "resview/broker.h"
 #include "resview/chain.h"
 #include "resview/fuse.h"
+#include "resview/fuse_held.h"
 #include "resview/cli.h"
 #include "resview/engine.h"
 #include "resview/json.h"
@@ -255,6 +256,46 @@ static void check_fuse_profile(struct report *r, const struct rv_config *cfg)
             "libseccomp for its architectures", prof);
 }
 
+/* The FUSE file systems the node's brokers made that the kernel still holds
+ * (the node-wide cap), and the containers that hold most. */
+static void check_fuse_held(struct report *r, const struct rv_config *cfg)
+{
+    struct rv_held h;
+    struct rv_held_top top[3];
+    struct rv_error err = { 0 };
+    char path[PATH_MAX], most[3 * (RV_HELD_ID_MAX + 16)] = "";
+    size_t n, o = 0;
+    unsigned held;
+    int ctl;
+
+    if (rv_snprintf(path, sizeof(path), "%s/fuse/%s", cfg->state_dir, RV_HELD_FILE) < 0 ||
+        access(path, F_OK) < 0)
+        return;   /* no broker has made one yet */
+    if (rv_held_open(&h, path, false, &err) < 0) {
+        say(r, "warn", "FUSE file systems held: %s", err.msg);
+        return;
+    }
+    if (rv_held_lock(&h) < 0) {
+        say(r, "warn", "FUSE file systems held: `%s` is busy", path);
+        rv_held_close(&h);
+        return;
+    }
+    if ((ctl = rv_fusectl_open()) >= 0) {
+        rv_held_prune(&h, ctl, NULL);
+        close(ctl);
+    }
+    held = rv_held_count(&h, NULL);
+    n = rv_held_top(&h, top, 3);
+    rv_held_unlock(&h);
+    rv_held_close(&h);
+    for (size_t i = 0; i < n && o < sizeof(most); i++)
+        o += (size_t)snprintf(most + o, sizeof(most) - o, "%s%s %u", i ? ", " : "; most: ",
+                              top[i].id, top[i].count);
+    say(r, held >= cfg->fuse_max_mounts_node ? "warn" : "ok",
+        "FUSE file systems held on the node: %u of %u (fuse.max_mounts_node)%s", held,
+        cfg->fuse_max_mounts_node, most);
+}
+
 /* FUSE through the broker (README "FUSE"): the policy, the kernel, the next
  * runtime, the FUSE runtime name, running brokers. */
 static void check_fuse(struct report *r, const struct rv_config *cfg)
@@ -320,6 +361,7 @@ static void check_fuse(struct report *r, const struct rv_config *cfg)
                 say(r, "info", "no FUSE runtime name `%s` (install.sh makes it)", link);
         }
     }
+    check_fuse_held(r, cfg);
     if (rv_broker_count(cfg, &live, &stale) == 0)
         say(r, stale ? "warn" : "ok", "FUSE brokers: %u running (one per FUSE container)%s", live,
             stale ? ", and sockets of brokers that were killed: their containers' mount calls "

@@ -1,6 +1,7 @@
 /* config.c - configuration file with defaults; bad keys warn, never crash. */
 #define _GNU_SOURCE
 #include "resview/config.h"
+#include "resview/fuse_held.h"
 #include "resview/json.h"
 
 #include <errno.h>
@@ -58,6 +59,7 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->lxcfs_required = false;
     cfg->fuse_allow_other = false;
     cfg->fuse_max_mounts = RV_FUSE_MAX_MOUNTS_DEFAULT;
+    cfg->fuse_max_mounts_node = RV_FUSE_MAX_MOUNTS_NODE_DEFAULT;
     cfg->n_fuse_namespaces = 0;
     cfg->seccomp_profile[0] = '\0';
     cfg->n_warnings = 0;
@@ -373,6 +375,9 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                     parse_namespaces(cfg, v2);
                 else if (strcmp(k2, "max_mounts") == 0)
                     get_count(cfg, v2, "fuse.max_mounts", 100000, &cfg->fuse_max_mounts);
+                else if (strcmp(k2, "max_mounts_node") == 0)
+                    get_count(cfg, v2, "fuse.max_mounts_node", RV_HELD_CAPACITY,
+                              &cfg->fuse_max_mounts_node);
                 else if (strcmp(k2, "apparmor_profile") == 0)
                     warn(cfg, "fuse.apparmor_profile: no longer used (FUSE goes through the "
                          "mount broker, README \"FUSE\"); remove it");

@@ -12,9 +12,13 @@
 #define RESVIEW_BROKER_H
 
 #include "resview/config.h"
+#include "resview/fuse_held.h"
 #include "resview/json.h"
 #include "resview/sys.h"
 #include "resview/mountreq.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #define RV_BROKER_NAME "resview-fuse-broker"   /* argv[0] of a broker: ps shows it */
 #define RV_BROKER_DIR "fuse"                   /* under state_dir, mode 0700 */
@@ -103,6 +107,22 @@ struct rv_broker_record {
 };
 
 #define RV_BROKER_MAX_VOLUMES 256   /* volumes a FUSE mount may go on */
+#define RV_BROKER_LOCK_MS 2000      /* a mount waits this long for another one (EAGAIN) */
+
+/* A volume: the identity of its source as the spec names it, taken once when
+ * the broker starts, without following a symlink (a tenant may be able to
+ * swap one in later, through another volume). */
+struct rv_vol_id {
+    dev_t dev;
+    ino_t ino;
+};
+
+/* Shared by the supervisor and every worker, replaced ones included (MAP_SHARED). */
+struct rv_broker_shared {
+    pthread_mutex_t mount_lock;   /* one mount of the container at a time, walk to attach */
+    atomic_int said_cap, said_node;   /* the caps' log lines: once per container */
+};
+
 struct rv_broker_ctx {
     int notify_fd;            /* the filter the notification came from */
     int hostproc;             /* O_PATH of the broker's /proc */
@@ -110,16 +130,19 @@ struct rv_broker_ctx {
     int container_mntns;      /* the container's (its init's when handed over), -1: unknown */
     bool allow_other;         /* fuse.allow_other when the container started */
     bool others_busy;         /* a replaced worker is still inside a request */
-    unsigned max_mounts;      /* fuse.max_mounts */
-    struct rv_mount_set *mounts;
+    unsigned max_mounts;      /* fuse.max_mounts: file systems the container holds */
+    unsigned max_mounts_node; /* fuse.max_mounts_node: those all brokers' containers hold */
+    struct rv_mount_set *mounts;   /* attached, made by this broker: what umount may take */
     int record_fd;            /* records to the supervisor */
     /* where a FUSE mount may go besides the container's root file system:
-     * the engine's volumes, host paths; their identities, taken once */
-    char *const *volumes;
-    size_t n_volumes;
-    struct { dev_t dev; ino_t ino; } vol_ids[RV_BROKER_MAX_VOLUMES];
+     * the engine's volumes */
+    const struct rv_vol_id *vol_ids;
     size_t n_vol_ids;
-    bool vol_ready;
+    struct rv_held *held;     /* the node's table (NULL: unavailable, mounts refused) */
+    int fusectl;              /* a fusectl mount: which connections are still alive */
+    const char *key;          /* the container in the table */
+    struct rv_broker_shared *shared;
+    int cap_hit;              /* this request met a cap: 1 the container's, 2 the node's */
     /* cgroup.procs of the container's memory and pids cgroups (one unified
      * one on v2), and of ours: joined for each request; -1 where none */
     int cg_join[2], cg_home[2];

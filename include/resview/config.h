@@ -12,6 +12,7 @@
 #define RV_MAX_WARNINGS 16
 #define RV_MAX_FUSE_NAMESPACES 32
 #define RV_FUSE_MAX_MOUNTS_DEFAULT 64   /* fuse.max_mounts */
+#define RV_FUSE_MAX_MOUNTS_NODE_DEFAULT 4096   /* fuse.max_mounts_node */
 
 enum rv_level { RV_ERROR = 0, RV_WARN, RV_INFO, RV_DEBUG };
 enum rv_rounding { RV_ROUND_CEIL = 0, RV_ROUND_FLOOR, RV_ROUND_NEAREST };
@@ -41,7 +42,8 @@ struct rv_config {
     int n_vars;
     bool fuse_allowed;            /* the master switch (false) */
     bool fuse_allow_other;        /* FUSE mounts may use allow_other (false) */
-    unsigned fuse_max_mounts;     /* FUSE mounts per container (RV_FUSE_MAX_MOUNTS_DEFAULT) */
+    unsigned fuse_max_mounts;     /* FUSE file systems per container (RV_FUSE_MAX_MOUNTS_DEFAULT) */
+    unsigned fuse_max_mounts_node;   /* ... on the node, all brokers (RV_FUSE_MAX_MOUNTS_NODE_DEFAULT) */
     char fuse_namespaces[RV_MAX_FUSE_NAMESPACES][64];   /* Kubernetes namespaces; none = any */
     int n_fuse_namespaces;
     char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */

@@ -19,6 +19,13 @@
  *                                and target strings: "race mounted M refused R bad B"
  *   fuse-probe loop DIR N        N times: mount, umount: "loop N ok K"
  *   fuse-probe hold DIR          mount, print "held", wait for stdin to close, unmount
+ *   fuse-probe lazy DIR N HOW    N times: mount DIR/I, keep it alive, umount -l it
+ *                                (HOW: fd = an O_PATH fd of ours, cwd = the working
+ *                                directory of a child, pass = an fd passed to a
+ *                                child over a socket): "lazy N ok K first-error E";
+ *                                then "holding", and once stdin closes, let them all
+ *                                go and mount N more: "after-release ok K"
+ *   fuse-probe mmap-mounts-each PREFIX TARGET N   as mmap-mounts, child I on TARGETI
  *
  * Calls use arguments the kernel would reject with a specific error (EBADF,
  * EINVAL, ...) after its checks, so EPERM means "stopped by seccomp or the
@@ -28,6 +35,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,10 +369,14 @@ static void mounts(const char *dir, int n)
  * maps a file of its own (a second mapping of a file whose page is being
  * read would wait in mmap itself). Each prints what its call returned,
  * whenever it does. */
-static void mmap_mounts(const char *prefix, const char *target, int n)
+static void mmap_mounts(const char *prefix, const char *target, int n, bool each)
 {
     for (int i = 0; i < n; i++) {
-        char file[512];
+        char file[512], dir[512];
+        if (each) {
+            snprintf(dir, sizeof(dir), "%s%d", target, i);
+            mkdir(dir, 0755);
+        }
         if (fork() != 0)
             continue;
         snprintf(file, sizeof(file), "%s%d", prefix, i);
@@ -375,10 +388,119 @@ static void mmap_mounts(const char *prefix, const char *target, int n)
             _exit(1);
         }
         fuse_opts(opts, sizeof(opts), fd, NULL);
-        report("mmap-mount", mount("probe", target, (const char *)p, 0, opts));
+        report("mmap-mount", mount("probe", each ? dir : target, (const char *)p, 0, opts));
         _exit(0);
     }
     printf("mmap-mounts started %d\n", n);
+}
+
+/* A child that takes descriptors over sock and keeps them until EOF (other:
+ * the parent's end, closed in the child). */
+static pid_t fd_keeper(int sock, int other)
+{
+    pid_t pid = fork();
+
+    if (pid != 0)
+        return pid;
+    close(other);
+    for (;;) {
+        char c, cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { &c, 1 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                              .msg_controllen = sizeof(cbuf) };
+        if (recvmsg(sock, &msg, 0) <= 0)
+            _exit(0);
+    }
+}
+
+static void pass_fd(int sock, int fd)
+{
+    char c = 'f', cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = { &c, 1 };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                          .msg_controllen = sizeof(cbuf) };
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    sendmsg(sock, &msg, 0);
+}
+
+static void lazy(const char *dir, int n, const char *how)
+{
+    int fds[1024], sp[2] = { -1, -1 }, ok = 0, first = 0, nfds = 0, nkids = 0;
+    pid_t kids[1024], keeper = -1;
+    char p[512], c;
+
+    if (n > 1024)
+        n = 1024;
+    mkdir(dir, 0755);
+    if (strcmp(how, "pass") == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sp) == 0) {
+        keeper = fd_keeper(sp[1], sp[0]);
+        close(sp[1]);
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof(p), "%s/%d", dir, i);
+        mkdir(p, 0755);
+        if (fuse_mount(p, 0, NULL) < 0) {
+            if (!first)
+                first = errno;
+            continue;
+        }
+        ok++;
+        if (strcmp(how, "cwd") == 0) {
+            int go[2];
+            if (pipe(go) < 0)
+                break;
+            pid_t k = fork();
+            if (k == 0) {
+                if (chdir(p) < 0)
+                    _exit(1);
+                close(go[1]);   /* in it: tell the parent */
+                pause();
+                _exit(0);
+            }
+            close(go[1]);
+            if (read(go[0], &c, 1) < 0) {
+                /* EOF: the child is in it */
+            }
+            close(go[0]);
+            kids[nkids++] = k;
+        } else {
+            int fd = open(p, O_PATH);
+            if (strcmp(how, "pass") == 0) {
+                pass_fd(sp[0], fd);
+                close(fd);
+            } else {
+                fds[nfds++] = fd;
+            }
+        }
+        if (umount2(p, MNT_DETACH) < 0)
+            printf("lazy umount %s\n", ename(errno));
+    }
+    printf("lazy %d ok %d first-error %s\n", n, ok, first ? ename(first) : "none");
+    printf("holding\n");
+    while (read(0, &c, 1) > 0) {
+    }
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
+    for (int i = 0; i < nkids; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    if (keeper > 0) {
+        close(sp[0]);
+        waitpid(keeper, NULL, 0);
+    }
+    ok = 0;
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof(p), "%s/r%d", dir, i);
+        mkdir(p, 0755);
+        ok += fuse_mount(p, 0, NULL) == 0;
+    }
+    printf("after-release ok %d\n", ok);
 }
 
 int main(int argc, char **argv)
@@ -405,7 +527,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "mmap-mounts") == 0 && argc == 5) {
-        mmap_mounts(argv[2], argv[3], atoi(argv[4]));
+        mmap_mounts(argv[2], argv[3], atoi(argv[4]), false);
+        return 0;
+    }
+    if (strcmp(argv[1], "mmap-mounts-each") == 0 && argc == 5) {
+        mmap_mounts(argv[2], argv[3], atoi(argv[4]), true);
+        return 0;
+    }
+    if (strcmp(argv[1], "lazy") == 0 && argc == 5) {
+        lazy(argv[2], atoi(argv[3]), argv[4]);
         return 0;
     }
     if (strcmp(argv[1], "control") == 0) {

@@ -27,6 +27,10 @@
  * the very connection that must answer it); each prints "spawned-mount I
  * RESULT" when its call returns.
  *
+ * --release: on SIGUSR1, answer the requests held so far and hang no more
+ * (a file system that answers late). --content STR: what every file reads
+ * (default "0\n").
+ *
  * fuse-hang --grab PID FD: take descriptor FD of process PID (pidfd_getfd),
  * print "grabbed", and hold it until killed: a FUSE connection whose
  * descriptor lives on outside its container, so that the kernel does not
@@ -39,6 +43,7 @@
 #include <linux/fuse.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +58,12 @@
 
 static int fd = -1;
 static int hang_op = -1;      /* an opcode, 0 = all, -1 = none */
+static const char *content = "0\n";
+static bool release_on_usr1;
+static volatile sig_atomic_t released;
+#define HELD_MAX 64
+static char held[HELD_MAX][8192];   /* requests read and not answered (--release) */
+static size_t held_len[HELD_MAX], n_held;
 static int root_is_file;
 static char names[NAMES_MAX][64];
 static unsigned n_names;
@@ -103,6 +114,12 @@ static void fill_attr(uint64_t node, struct fuse_attr *a)
     a->blksize = 4096;
 }
 
+static void on_usr1(int sig)
+{
+    (void)sig;
+    released = 1;
+}
+
 static void reply(uint64_t unique, int error, const void *data, size_t len)
 {
     struct fuse_out_header h = { .len = (uint32_t)(sizeof(h) + (error ? 0 : len)),
@@ -130,7 +147,6 @@ static void serve(const char *buf, size_t len)
     const struct fuse_in_header *in = (const void *)buf;
     const char *arg = buf + sizeof(*in);
 
-    (void)len;
     switch (in->opcode) {
     case FUSE_FORGET:
     case FUSE_BATCH_FORGET:
@@ -141,7 +157,11 @@ static void serve(const char *buf, size_t len)
     }
     if (in->opcode != FUSE_INIT && (hang_op == 0 || (int)in->opcode == hang_op)) {
         hung++;
-        return;                /* read, never answered */
+        if (release_on_usr1 && n_held < HELD_MAX && len <= sizeof(held[0])) {
+            memcpy(held[n_held], buf, len);
+            held_len[n_held++] = len;
+        }
+        return;                /* read, never answered (until released) */
     }
     switch (in->opcode) {
     case FUSE_INIT: {
@@ -194,8 +214,7 @@ static void serve(const char *buf, size_t len)
     }
     case FUSE_READ: {
         const struct fuse_read_in *r = (const void *)arg;
-        static const char content[] = "0\n";
-        size_t off = r->offset < 2 ? (size_t)r->offset : 2, n = 2 - off;
+        size_t size = strlen(content), off = r->offset < size ? (size_t)r->offset : size, n = size - off;
         reply(in->unique, 0, content + off, n < r->size ? n : r->size);
         return;
     }
@@ -241,6 +260,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--file") == 0)
             root_is_file = 1;
+        else if (strcmp(argv[i], "--release") == 0)
+            release_on_usr1 = true;
+        else if (strcmp(argv[i], "--content") == 0 && i + 1 < argc)
+            content = argv[++i];
         else if (strcmp(argv[i], "--hang") == 0 && i + 1 < argc)
             hang_op = op_of(argv[++i]);
         else if (strcmp(argv[i], "--enter") == 0 && i + 1 < argc)
@@ -256,6 +279,10 @@ int main(int argc, char **argv)
     }
     mountpoint = mnt;
     signal(SIGPIPE, SIG_IGN);
+    if (release_on_usr1) {
+        struct sigaction sa = { .sa_handler = on_usr1 };   /* no SA_RESTART: read returns */
+        sigaction(SIGUSR1, &sa, NULL);
+    }
     fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         perror("fuse-hang: /dev/fuse");
@@ -280,6 +307,13 @@ int main(int argc, char **argv)
     }
     for (;;) {
         ssize_t n = read(fd, buf, sizeof(buf));
+        if (released && hang_op != -1) {
+            hang_op = -1;
+            for (size_t i = 0; i < n_held; i++)
+                serve(held[i], held_len[i]);
+            printf("released %zu\n", n_held);
+            fflush(stdout);
+        }
         if (n < 0 && (errno == EINTR || errno == ENOENT))
             continue;
         if (n < 0) {
