@@ -22,6 +22,7 @@
 #include "resview/node.h"
 #include "resview/node_agent.h"
 #include "resview/node_containerd.h"
+#include "resview/proc.h"
 #include "resview/repair.h"
 #include "resview/state.h"
 
@@ -255,30 +256,29 @@ static unsigned containers_in_use(const struct node *n)
  * recorded it): *recorded. Sets what (for the message). */
 static bool own_container_through_resview(const struct node *n, char *what, size_t size, bool *recorded)
 {
-    char line[1024], id[128] = "", path[PATH_MAX], state[PATH_MAX];
+    char cg[8192], id[128] = "", path[PATH_MAX], state[PATH_MAX];
+    const char *at = cg;
     cleanup_free char *text = NULL;
     size_t len;
     bool exists;
     struct rv_error err;
-    FILE *f = fopen("/proc/self/cgroup", "re");
+    struct rv_cgroup_line l;
 
-    while (f && fgets(line, sizeof(line), f)) {
-        char *last = strrchr(line, '/'), *end;
+    if (rv_read_small("/proc/self/cgroup", cg, sizeof(cg)) < 0)
+        at = NULL;
+    while (!id[0] && rv_cgroup_next(&at, &l)) {
+        const char *last = l.valid ? memrchr(l.path, '/', l.path_len) : NULL, *end;
         if (!last)
             continue;
         last++;
-        last[strcspn(last, "\n")] = '\0';
-        if (strncmp(last, "cri-containerd-", 15) == 0)
-            last += 15;
-        if ((end = strstr(last, ".scope")))
-            *end = '\0';
-        if (strlen(last) == 64 && strspn(last, "0123456789abcdef") == 64) {
-            snprintf(id, sizeof(id), "%s", last);
-            break;
-        }
+        size_t k = (size_t)(l.path + l.path_len - last);
+        if (k >= 15 && strncmp(last, "cri-containerd-", 15) == 0)
+            last += 15, k -= 15;
+        if ((end = memmem(last, k, ".scope", 6)))
+            k = (size_t)(end - last);
+        if (k == 64 && strspn(last, "0123456789abcdef") >= 64)
+            snprintf(id, sizeof(id), "%.64s", last);
     }
-    if (f)
-        fclose(f);
     *recorded = id[0] && rv_state_exists(n->cfg, id);
     if (*recorded) {
         snprintf(what, size, "resview's record of container %.12s", id);

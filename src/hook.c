@@ -7,6 +7,7 @@
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"
+#include "resview/proc.h"
 #include "resview/spec.h"
 #include "resview/state.h"
 #include "resview/viewhold.h"

@@ -3,6 +3,7 @@
 #include "resview/limits.h"
 #include "resview/args.h"
 #include "resview/gpus.h"
+#include "resview/proc.h"
 #include "resview/spec.h"
 
 #include <dirent.h>
@@ -92,21 +93,6 @@ static int expand_slice(const char *slice, char *out, size_t size)
     return (n < 0 || (size_t)n >= size - o) ? -1 : 0;
 }
 
-/* Whether the comma-separated controller list of a /proc/PID/cgroup line
- * names ctrl ("cpu" is in "cpu,cpuacct", not in "cpuset"). */
-static bool names_controller(const char *list, const char *ctrl)
-{
-    size_t n = strlen(ctrl);
-
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, ctrl, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
-}
-
 /* Our own cgroup for one controller, from /proc/PID/cgroup: the line of the
  * v1 hierarchy that carries ctrl, or with ctrl NULL the unified line ("0::").
  * Controllers of one process can sit at different paths (Slurm's task/cgroup
@@ -114,23 +100,16 @@ static bool names_controller(const char *list, const char *ctrl)
  * "" (the root) when there is no such line. */
 static void self_cgroup(const char *file, const char *ctrl, char *out, size_t size)
 {
-    char buf[8192], *line, *save = NULL;
+    char buf[8192];
+    struct rv_cgroup_line l;
 
     out[0] = '\0';
-    if (rv_read_small(file, buf, sizeof(buf)) < 0)
+    if (rv_read_small(file, buf, sizeof(buf)) < 0 || !rv_cgroup_find(buf, ctrl, &l))
         return;
-    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        if (ctrl ? !names_controller(c1 + 1, ctrl) : c1[1] != '\0')
-            continue;
-        /* a path that does not fit is as good as none: the root */
-        if (c2[1] != '/' || strcmp(c2 + 1, "/") == 0 || rv_snprintf(out, size, "%s", c2 + 1) < 0)
-            out[0] = '\0';
-        return;
-    }
+    /* a path that does not fit is as good as none: the root */
+    if (l.path_len < 2 || l.path[0] != '/' ||
+        rv_snprintf(out, size, "%.*s", (int)l.path_len, l.path) < 0)
+        out[0] = '\0';
 }
 
 int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, enum rv_cg_rule rule,
