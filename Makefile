@@ -157,13 +157,20 @@ image: $(BUILD)/resview-node.tar
 $(BUILD)/resview-node.tar: $(BINS) $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook profiles/seccomp.json $(wildcard hooks/kubernetes/image/*)
 	@hooks/kubernetes/image/build.sh $(BUILD) $(VERSION)
 
+# The binaries; the default seccomp profile where resview-runtime looks for it
+# ($(PREFIX)/bin/../share/resview/seccomp.json); the FUSE runtime name, a
+# symlink (README "FUSE"; FUSE stays off until fuse.allowed is set).
 install: all static
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/resview
 	install -m 0755 $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook $(BUILD)/resview \
 	    $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 profiles/seccomp.json $(DESTDIR)$(PREFIX)/share/resview/seccomp.json
+	ln -sfn resview-runtime $(DESTDIR)$(PREFIX)/bin/resview-runtime-fuse
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,resview-runtime resview-hook resview)
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,resview-runtime resview-hook resview resview-runtime-fuse) \
+	    $(DESTDIR)$(PREFIX)/share/resview/seccomp.json
+	-rmdir $(DESTDIR)$(PREFIX)/share/resview 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

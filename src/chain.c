@@ -154,7 +154,7 @@ int rv_chain_gpu(const struct rv_config *cfg, const char *bundle, const char *fi
     if (!cfg->gpu_runtime[0])
         return 0;
     /* a spec that does not load is the shim's to report */
-    if (rv_spec_load_file(&spec, bundle ? bundle : ".", file, &e) < 0)
+    if (rv_spec_load_file(&spec, bundle ? bundle : ".", file, NULL, &e) < 0)
         return 0;
     if (cfg->gpu_all) {
         snprintf(why, why_size, "gpu.containers is all");

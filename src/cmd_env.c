@@ -48,13 +48,13 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
         return 2;
     }
     if (bundle) {
-        r = rv_spec_load(&spec, bundle, &err);
+        r = rv_spec_load(&spec, bundle, &rv_gpus_spec_extra, &err);
     } else {
         cleanup_free char *text = NULL;
         size_t len;
         r = rv_read_file_at(AT_FDCWD, file, RV_SPEC_MAX, &text, &len, NULL, &err);
         if (r == 0)
-            r = rv_spec_parse(&spec, text, len, &err);
+            r = rv_spec_parse(&spec, text, len, &rv_gpus_spec_extra, &err);
     }
     if (r < 0) {
         fprintf(stderr, "resview env: %s\n", err.msg);

@@ -22,6 +22,7 @@
 #include "resview/node.h"
 #include "resview/node_agent.h"
 #include "resview/node_containerd.h"
+#include "resview/proc.h"
 #include "resview/repair.h"
 #include "resview/state.h"
 
@@ -39,42 +40,7 @@
 #define RV_VERSION "0.1.0"
 #endif
 
-struct node {
-    const struct rv_config *cfg;
-    struct rv_node_containerd ctd;
-    bool uninstall;
-    const char *prefix;
-    char payload[PATH_MAX];
-    const char *lxcfs_bin;
-    const char *lxcfs_dir;
-    const char *rv_config;
-    const char *lock_path;
-    char guard[PATH_MAX];       /* lock_path.restarted */
-    char nv_record[PATH_MAX];   /* lock_path.nvidia */
-    char runtime_path[PATH_MAX];
-    char hook_path[PATH_MAX];
-};
-
 /* --- options ------------------------------------------------------------ */
-
-static const char *env_or(const char *name, const char *dflt)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : dflt;
-}
-
-static int parse_bool(const char *what, const char *v, bool *out)
-{
-    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
-        *out = true;
-    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || !*v)
-        *out = false;
-    else {
-        fprintf(stderr, "resview node: %s: expected true or false, not `%s`\n", what, v);
-        return -1;
-    }
-    return 0;
-}
 
 static void usage(FILE *f)
 {
@@ -106,24 +72,9 @@ static void usage(FILE *f)
         "                             restarts run [RESVIEW_NODE_HOST_PID, default 1]\n");
 }
 
-/* <dir of our executable>/../lib/resview/payload */
-static void default_payload(char *out, size_t size)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-    if (n > 0) {
-        exe[n] = '\0';
-        char *d = dirname(exe);
-        if (rv_snprintf(out, size, "%s/../lib/resview/payload", d) >= 0)
-            return;
-    }
-    snprintf(out, size, "/usr/local/lib/resview/payload");
-}
-
 /* --- steps -------------------------------------------------------------- */
 
-static int take_lock(const struct node *n, struct rv_error *err)
+static int take_lock(const struct rv_node_settings *n, struct rv_error *err)
 {
     char dir[PATH_MAX], holder[32] = "";
     int fd;
@@ -155,7 +106,7 @@ static int take_lock(const struct node *n, struct rv_error *err)
     return fd;   /* held until we exit */
 }
 
-static int step_install(const struct node *n, struct rv_error *err)
+static int step_install(const struct rv_node_settings *n, struct rv_error *err)
 {
     char id[RV_NODE_ID_MAX];
     bool changed;
@@ -169,13 +120,13 @@ static int step_install(const struct node *n, struct rv_error *err)
     return 0;
 }
 
-static int our_config_text(const struct node *n, char *out, size_t size)
+static int our_config_text(const struct rv_node_settings *n, char *out, size_t size)
 {
     return rv_node_config_text(&n->ctd, n->lxcfs_dir, out, size);   /* with gpu.runtime: node_containerd.c */
 }
 
 /* resview's own configuration on the host: lxcfs.root must be our mount. */
-static int step_resview_config(const struct node *n, struct rv_error *err)
+static int step_resview_config(const struct rv_node_settings *n, struct rv_error *err)
 {
     char ours[PATH_MAX + 64], dir[PATH_MAX], base[PATH_MAX];
     cleanup_free char *text = NULL;
@@ -234,7 +185,7 @@ static int count_record(const char *id, void *arg)
 /* Containers that resview started and that were not deleted yet: the shim
  * and runc are called again for them (kill, delete), and their views are
  * resview's. */
-static unsigned containers_in_use(const struct node *n)
+static unsigned containers_in_use(const struct rv_node_settings *n)
 {
     unsigned count = 0;
     rv_state_foreach(n->cfg, count_record, &count);
@@ -253,32 +204,31 @@ static unsigned containers_in_use(const struct node *n)
  * default, ran resview next (its toolkit 1.13 copies runc's entry, without
  * pod_annotations: the pod's resview.io annotations (opt-outs) did not reach resview, which
  * recorded it): *recorded. Sets what (for the message). */
-static bool own_container_through_resview(const struct node *n, char *what, size_t size, bool *recorded)
+static bool own_container_through_resview(const struct rv_node_settings *n, char *what, size_t size, bool *recorded)
 {
-    char line[1024], id[128] = "", path[PATH_MAX], state[PATH_MAX];
+    char cg[8192], id[128] = "", path[PATH_MAX], state[PATH_MAX];
+    const char *at = cg;
     cleanup_free char *text = NULL;
     size_t len;
     bool exists;
     struct rv_error err;
-    FILE *f = fopen("/proc/self/cgroup", "re");
+    struct rv_cgroup_line l;
 
-    while (f && fgets(line, sizeof(line), f)) {
-        char *last = strrchr(line, '/'), *end;
+    if (rv_read_small("/proc/self/cgroup", cg, sizeof(cg)) < 0)
+        at = NULL;
+    while (!id[0] && rv_cgroup_next(&at, &l)) {
+        const char *last = l.valid ? memrchr(l.path, '/', l.path_len) : NULL, *end;
         if (!last)
             continue;
         last++;
-        last[strcspn(last, "\n")] = '\0';
-        if (strncmp(last, "cri-containerd-", 15) == 0)
-            last += 15;
-        if ((end = strstr(last, ".scope")))
-            *end = '\0';
-        if (strlen(last) == 64 && strspn(last, "0123456789abcdef") == 64) {
-            snprintf(id, sizeof(id), "%s", last);
-            break;
-        }
+        size_t k = (size_t)(l.path + l.path_len - last);
+        if (k >= 15 && strncmp(last, "cri-containerd-", 15) == 0)
+            last += 15, k -= 15;
+        if ((end = memmem(last, k, ".scope", 6)))
+            k = (size_t)(end - last);
+        if (k == 64 && strspn(last, "0123456789abcdef") >= 64)
+            snprintf(id, sizeof(id), "%.64s", last);
     }
-    if (f)
-        fclose(f);
     *recorded = id[0] && rv_state_exists(n->cfg, id);
     if (*recorded) {
         snprintf(what, size, "resview's record of container %.12s", id);
@@ -296,7 +246,7 @@ static bool own_container_through_resview(const struct node *n, char *what, size
 /* Remove the binaries and our configuration file once nothing uses them.
  * *last: the count of containers in use said last time (said again only
  * when it changes). */
-static int uninstall_files(const struct node *n, bool *done, unsigned *last, struct rv_error *err)
+static int uninstall_files(const struct rv_node_settings *n, bool *done, unsigned *last, struct rv_error *err)
 {
     char ours[PATH_MAX + 64];
     cleanup_free char *text = NULL;
@@ -347,7 +297,7 @@ static int uninstall_files(const struct node *n, bool *done, unsigned *last, str
 
 /* --- readiness ---------------------------------------------------------- */
 
-static int node_ready(const struct node *n)
+static int node_ready(const struct rv_node_settings *n)
 {
     struct rv_error err = { 0 };
     char why[1024] = "", detail[256], exe[PATH_MAX];
@@ -400,7 +350,7 @@ static int node_ready(const struct node *n)
 
 /* --- the agent ---------------------------------------------------------- */
 
-static int node_run(const struct node *n)
+static int node_run(const struct rv_node_settings *n)
 {
     struct rv_node_children ch = {
         .lxcfs_bin = n->lxcfs_bin, .lxcfs_dir = n->lxcfs_dir,
@@ -474,6 +424,32 @@ static int node_run(const struct node *n)
     return 0;
 }
 
+/* --- one step ----------------------------------------------------------- */
+
+/* install, configure or uninstall, once, under the node lock. */
+static int node_step(const struct rv_node_settings *n, const char *step)
+{
+    struct rv_error err = { 0 };
+    unsigned restarted = 0, in_use = 0;
+    bool done = false;
+
+    if (take_lock(n, &err) < 0)
+        goto fail;
+    if (strcmp(step, "install") == 0) {
+        if (step_install(n, &err) < 0 || step_resview_config(n, &err) < 0)
+            goto fail;
+        return 0;
+    }
+    if (rv_node_containerd_apply(&n->ctd, &restarted, &err) < 0)
+        goto fail;
+    if (n->uninstall && uninstall_files(n, &done, &in_use, &err) < 0)
+        goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "resview node %s: %s\n", step, err.msg);
+    return 1;
+}
+
 int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -492,22 +468,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct node n = {
-        .cfg = cfg,
-        .ctd.config = env_or("RESVIEW_NODE_CONTAINERD_CONFIG", "/etc/containerd/config.toml"),
-        .ctd.cri_socket = env_or("RESVIEW_NODE_CRI_SOCKET", "/run/containerd/containerd.sock"),
-        .ctd.restart = env_or("RESVIEW_NODE_RESTART", "systemd"),
-        .prefix = "/opt/resview",
-        .lxcfs_bin = "/usr/bin/lxcfs",
-        .lxcfs_dir = "/var/lib/resview/lxcfs",
-        .rv_config = RV_CONFIG_DEFAULT,
-        .lock_path = "/run/resview/node.lock",
-    };
-    const char *mode = env_or("RESVIEW_NODE_MODE", "install");
-    static struct rv_node_gpu gpu;
-    int gpu_mode = rv_node_gpu_mode_parse(env_or("RESVIEW_NODE_GPU_CONTAINERS", "gpu"));
-    const char *host_pid = env_or("RESVIEW_NODE_HOST_PID", "1");
-    uint64_t hp;
+    struct rv_node_settings n;
+    struct rv_error err = { 0 };
     const char *sub;
     int c;
 
@@ -516,22 +478,10 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     sub = argv[1];
-    if (parse_bool("RESVIEW_NODE_SET_AS_DEFAULT", env_or("RESVIEW_NODE_SET_AS_DEFAULT", "false"),
-                   &n.ctd.set_default) < 0)
-        return 2;
-    if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0) {
-        fprintf(stderr, "resview node: RESVIEW_NODE_MODE: expected install or uninstall, not `%s`\n", mode);
+    if (rv_node_settings_init(&n, cfg, &err) < 0) {
+        fprintf(stderr, "resview node: %s\n", err.msg);
         return 2;
     }
-    n.uninstall = strcmp(mode, "uninstall") == 0;
-    if (gpu_mode < 0) {
-        fprintf(stderr, "resview node: RESVIEW_NODE_GPU_CONTAINERS: expected gpu, all or none, not `%s`\n",
-                getenv("RESVIEW_NODE_GPU_CONTAINERS"));
-        return 2;
-    }
-    n.ctd.gpu_mode = (enum rv_node_gpu_mode)gpu_mode;
-    n.ctd.gpu = &gpu;
-    default_payload(n.payload, sizeof(n.payload));
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -546,7 +496,7 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         case 'L': n.lxcfs_dir = optarg; break;
         case 'C': n.rv_config = optarg; break;
         case 'k': n.lock_path = optarg; break;
-        case 'H': host_pid = optarg; break;
+        case 'H': n.host_pid = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -555,64 +505,21 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (rv_parse_u64(host_pid, &hp) < 0 || hp == 0 || hp > INT32_MAX) {
-        fprintf(stderr, "resview node: host pid `%s`: expected a process id\n", host_pid);
+    if (strcmp(sub, "uninstall") == 0)
+        n.uninstall = true;
+    if (rv_node_settings_check(&n, &err) < 0) {
+        fprintf(stderr, "resview node: %s\n", err.msg);
         return 2;
     }
-    n.ctd.host_pid = (pid_t)hp;
-    if (!rv_node_restart_valid(n.ctd.restart)) {
-        fprintf(stderr, "resview node: restart mode `%s`: expected systemd, systemd:UNIT, none or "
-                "command:/ABSOLUTE/PATH\n", n.ctd.restart);
-        return 2;
-    }
-    if (n.prefix[0] != '/' || n.lxcfs_dir[0] != '/' || n.ctd.config[0] != '/' || n.ctd.cri_socket[0] != '/') {
-        fprintf(stderr, "resview node: --prefix, --lxcfs-dir, --containerd-config and --cri-socket "
-                "must be absolute paths\n");
-        return 2;
-    }
-    if (rv_snprintf(n.runtime_path, sizeof(n.runtime_path), "%s/current/bin/resview-runtime", n.prefix) < 0 ||
-        rv_snprintf(n.hook_path, sizeof(n.hook_path), "%s/current/bin/resview-hook", n.prefix) < 0 ||
-        rv_snprintf(n.guard, sizeof(n.guard), "%s.restarted", n.lock_path) < 0 ||
-        rv_snprintf(n.nv_record, sizeof(n.nv_record), "%s.nvidia", n.lock_path) < 0) {
-        fprintf(stderr, "resview node: --prefix or --lock is too long\n");
-        return 2;
-    }
-    n.ctd.runtime_path = n.runtime_path;
-    n.ctd.hook_path = n.hook_path;
-    n.ctd.guard = n.guard;
-    n.ctd.nv_record = n.nv_record;
     rv_node_signals_block();
 
-    struct rv_error err = { 0 };
-    unsigned restarted = 0;
-    n.ctd.uninstall = n.uninstall;
     if (strcmp(sub, "run") == 0)
         return node_run(&n);
     if (strcmp(sub, "ready") == 0)
         return node_ready(&n);
-    if (strcmp(sub, "install") == 0 || strcmp(sub, "configure") == 0 || strcmp(sub, "uninstall") == 0) {
-        bool done = false;
-        if (strcmp(sub, "uninstall") == 0)
-            n.uninstall = true;
-        n.ctd.uninstall = n.uninstall;
-        if (take_lock(&n, &err) < 0)
-            goto fail;
-        if (strcmp(sub, "install") == 0) {
-            if (step_install(&n, &err) < 0 || step_resview_config(&n, &err) < 0)
-                goto fail;
-            return 0;
-        }
-        if (rv_node_containerd_apply(&n.ctd, &restarted, &err) < 0)
-            goto fail;
-        unsigned in_use = 0;
-        if (n.uninstall && uninstall_files(&n, &done, &in_use, &err) < 0)
-            goto fail;
-        return 0;
-    }
+    if (strcmp(sub, "install") == 0 || strcmp(sub, "configure") == 0 || strcmp(sub, "uninstall") == 0)
+        return node_step(&n, sub);
     fprintf(stderr, "resview node: unknown step `%s`\n", sub);
     usage(stderr);
     return 2;
-fail:
-    fprintf(stderr, "resview node %s: %s\n", sub, err.msg);
-    return 1;
 }

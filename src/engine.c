@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -28,28 +27,6 @@ const struct rv_engine *rv_engine_find(const char *name)
         if (strcmp(rv_engines[i]->name, name) == 0)
             return rv_engines[i];
     return NULL;
-}
-
-int rv_strcatf(char **s, struct rv_error *err, const char *fmt, ...)
-{
-    va_list ap;
-    char *add = NULL, *n;
-    size_t old = *s ? strlen(*s) : 0;
-
-    va_start(ap, fmt);
-    int k = vasprintf(&add, fmt, ap);
-    va_end(ap);
-    if (k < 0)
-        return rv_fail(err, ENOMEM, "format");
-    n = realloc(*s, old + (size_t)k + 1);
-    if (!n) {
-        free(add);
-        return rv_fail(err, ENOMEM, "format");
-    }
-    memcpy(n + old, add, (size_t)k + 1);
-    free(add);
-    *s = n;
-    return 0;
 }
 
 int rv_engine_read(const char *path, char **text, size_t *len, bool *exists, struct rv_error *err)
@@ -393,6 +370,18 @@ int rv_plan_copy_keys(const struct rv_toml *doc, const char *from, const char *c
     return 0;
 }
 
+/* The engine's edit of text that holds nothing of resview 0.1. */
+static int own_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
+                    size_t len, bool exists, const char *backup, size_t backup_len,
+                    struct rv_edit_result *res, struct rv_error *err)
+{
+    if (e->edit)
+        return e->edit(o, old, len, exists, backup, backup_len, res, err);
+    return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);
+}
+
+static const struct rv_v01_ops v01_ops = { .edit = own_edit, .status = rv_engine_status };
+
 int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
                    size_t len, bool exists, const char *backup, size_t backup_len,
                    struct rv_edit_result *res, struct rv_error *err)
@@ -400,8 +389,8 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
     cleanup_free char *base = NULL;
     size_t blen;
     bool created;
-    int r = e->marks_lines ? rv_v01_take_out(e, o, old, len, backup, backup_len, &base, &blen,
-                                             &created, err) : 0;
+    int r = e->marks_lines ? rv_v01_take_out(&v01_ops, e, o, old, len, backup, backup_len, &base,
+                                             &blen, &created, err) : 0;
 
     if (r < 0)
         return -1;
@@ -411,9 +400,7 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
         exists = exists && !created;
         res->no_backup = created;
     }
-    if (e->edit)
-        return e->edit(o, old, len, exists, backup, backup_len, res, err);
-    return rv_toml_engine_edit(o, old, len, exists, e->toml_build, e->toml_verify, res, err);
+    return own_edit(e, o, old, len, exists, backup, backup_len, res, err);
 }
 
 int rv_owned_file_edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,

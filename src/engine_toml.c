@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1001,5 +1002,27 @@ int rv_marked_append(const char *text, size_t len, const char *block, bool creat
     }
     *out = b.d;
     *outlen = b.n;
+    return 0;
+}
+
+int rv_strcatf(char **s, struct rv_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    char *add = NULL, *n;
+    size_t old = *s ? strlen(*s) : 0;
+
+    va_start(ap, fmt);
+    int k = vasprintf(&add, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return rv_fail(err, ENOMEM, "format");
+    n = realloc(*s, old + (size_t)k + 1);
+    if (!n) {
+        free(add);
+        return rv_fail(err, ENOMEM, "format");
+    }
+    memcpy(n + old, add, (size_t)k + 1);
+    free(add);
+    *s = n;
     return 0;
 }

@@ -322,9 +322,10 @@ static int refuse_changed(const char *text, size_t len, const char *backup, size
                           : "it created the file, and there is no " RV_BACKUP_SUFFIX " copy");
 }
 
-int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, const char *text,
-                    size_t len, const char *backup, size_t blen, char **out, size_t *outlen,
-                    bool *created, struct rv_error *err)
+int rv_v01_take_out(const struct rv_v01_ops *ops, const struct rv_engine *e,
+                    const struct rv_engine_opts *o, const char *text, size_t len,
+                    const char *backup, size_t blen, char **out, size_t *outlen, bool *created,
+                    struct rv_error *err)
 {
     char exe[4096] = "", detail[256];
     struct rv_error ignored;
@@ -343,7 +344,7 @@ int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, c
     if (backup && v01_marked(backup, blen))
         return refuse_changed(text, len, backup, blen, err);
     /* the runtime 0.1 was given: the one the file names, or this run's */
-    if (rv_engine_status(e, text, len, detail, sizeof(detail), exe, sizeof(exe), &ignored) < 0)
+    if (ops->status(e, text, len, detail, sizeof(detail), exe, sizeof(exe), &ignored) < 0)
         exe[0] = '\0';
     const char *paths[] = { exe, o->runtime_path };
     for (size_t i = 0; i < 2; i++) {
@@ -355,7 +356,8 @@ int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, c
             struct rv_edit_result res = { 0 };
             struct pieces ps = { 0 };
             int got = 0;
-            if (rv_engine_edit(e, &r, backup ? backup : "", backup ? blen : 0, backup != NULL, NULL, 0,
+            /* the backup holds nothing of 0.1 (refused above) */
+            if (ops->edit(e, &r, backup ? backup : "", backup ? blen : 0, backup != NULL, NULL, 0,
                                &res, &ignored) == 0 && res.text) {
                 got = v01_pieces(res.text, res.len, backup, blen, &ps);
                 if (got == 0)

@@ -138,6 +138,21 @@ static void from_env(const char *nvd, struct request *r)
     }
 }
 
+/* mounts, which only from_mounts reads, and only for the volume-mounts
+ * strategy (NVIDIA_VISIBLE_DEVICES names its directory): the spec loader
+ * adds it then. */
+static const struct rv_json_want mounts_member[] = { { "mounts", NULL }, { NULL, NULL } };
+
+static bool mounts_wanted(json_t *spec)
+{
+    json_t *env = rv_json_path(spec, "process.env");
+    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
+
+    return nvd && strncmp(nvd, RV_GPU_MOUNTS_DIR, sizeof(RV_GPU_MOUNTS_DIR) - 1) == 0;
+}
+
+const struct rv_spec_extra rv_gpus_spec_extra = { .members = mounts_member, .wanted = mounts_wanted };
+
 static unsigned device_nodes(json_t *spec)
 {
     json_t *devs = rv_json_path(spec, "linux.devices"), *d;

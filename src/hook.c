@@ -7,6 +7,7 @@
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"
+#include "resview/proc.h"
 #include "resview/spec.h"
 #include "resview/state.h"
 #include "resview/viewhold.h"
@@ -324,7 +325,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
                                 sizeof(job->req.rootfs), &err);
     } else {
         struct rv_spec spec;
-        if (rv_spec_load(&spec, st.bundle, &err) < 0) {
+        if (rv_spec_load(&spec, st.bundle, NULL, &err) < 0) {
             rv_log(RV_ERROR, "%s", err.msg);
             return 1;
         }

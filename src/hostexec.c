@@ -1,6 +1,7 @@
 /* hostexec.c - run a command as a process of the host (hostexec.h). */
 #define _GNU_SOURCE
 #include "resview/hostexec.h"
+#include "resview/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,30 +17,29 @@
 
 int rv_cgroup_dirs(const char *text, bool hybrid, char **out, struct rv_error *err)
 {
-    cleanup_free char *copy = strdup(text), *res = NULL;
+    cleanup_free char *res = NULL;
     size_t used = 0;
-    char *save = NULL;
+    struct rv_cgroup_line l;
 
     *out = NULL;
-    if (!copy)
-        return rv_fail(err, ENOMEM, "cgroups");
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    while (rv_cgroup_next(&text, &l)) {
         char dir[PATH_MAX];
-        if (!c1 || !c2 || c2[1] != '/')
-            return rv_fail(err, EINVAL, "cgroups: malformed line `%s`", line);
-        *c1 = *c2 = '\0';
-        const char *ctrls = c1 + 1, *path = c2 + 1;
+        if (!l.valid || !l.path_len || l.path[0] != '/')
+            return rv_fail(err, EINVAL, "cgroups: malformed line `%.*s`", (int)l.line_len, l.line);
+        /* the root: the hierarchy's directory itself */
+        int plen = l.path_len == 1 ? 0 : (int)l.path_len;
         int n;
-        if (!*ctrls)
-            n = rv_snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s", hybrid ? "/unified" : "",
-                            strcmp(path, "/") == 0 ? "" : path);
+        if (rv_cgroup_line_is(&l, NULL))
+            n = rv_snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%.*s", hybrid ? "/unified" : "",
+                            plen, l.path);
+        else if (l.ctrls_len >= 5 && strncmp(l.ctrls, "name=", 5) == 0)
+            n = rv_snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%.*s%.*s", (int)l.ctrls_len - 5,
+                            l.ctrls + 5, plen, l.path);
         else
-            n = rv_snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s%s",
-                            strncmp(ctrls, "name=", 5) == 0 ? ctrls + 5 : ctrls,
-                            strcmp(path, "/") == 0 ? "" : path);
+            n = rv_snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%.*s%.*s", (int)l.ctrls_len,
+                            l.ctrls, plen, l.path);
         if (n < 0)
-            return rv_fail(err, ENAMETOOLONG, "cgroups: `%s`", path);
+            return rv_fail(err, ENAMETOOLONG, "cgroups: `%.*s`", (int)l.path_len, l.path);
         char *nr = realloc(res, used + (size_t)n + 2);
         if (!nr)
             return rv_fail(err, ENOMEM, "cgroups");

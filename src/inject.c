@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/inject.h"
 #include "resview/bounded.h"
+#include "resview/proc.h"
 #include "resview/syscalls.h"
 #include "resview/viewhold.h"
 

@@ -3,6 +3,7 @@
 #include "resview/limits.h"
 #include "resview/args.h"
 #include "resview/gpus.h"
+#include "resview/proc.h"
 #include "resview/spec.h"
 
 #include <dirent.h>
@@ -92,21 +93,6 @@ static int expand_slice(const char *slice, char *out, size_t size)
     return (n < 0 || (size_t)n >= size - o) ? -1 : 0;
 }
 
-/* Whether the comma-separated controller list of a /proc/PID/cgroup line
- * names ctrl ("cpu" is in "cpu,cpuacct", not in "cpuset"). */
-static bool names_controller(const char *list, const char *ctrl)
-{
-    size_t n = strlen(ctrl);
-
-    for (const char *p = list; *p;) {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, ctrl, n) == 0)
-            return true;
-        p += len + (p[len] == ',');
-    }
-    return false;
-}
-
 /* Our own cgroup for one controller, from /proc/PID/cgroup: the line of the
  * v1 hierarchy that carries ctrl, or with ctrl NULL the unified line ("0::").
  * Controllers of one process can sit at different paths (Slurm's task/cgroup
@@ -114,23 +100,16 @@ static bool names_controller(const char *list, const char *ctrl)
  * "" (the root) when there is no such line. */
 static void self_cgroup(const char *file, const char *ctrl, char *out, size_t size)
 {
-    char buf[8192], *line, *save = NULL;
+    char buf[8192];
+    struct rv_cgroup_line l;
 
     out[0] = '\0';
-    if (rv_read_small(file, buf, sizeof(buf)) < 0)
+    if (rv_read_small(file, buf, sizeof(buf)) < 0 || !rv_cgroup_find(buf, ctrl, &l))
         return;
-    for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2)
-            continue;
-        *c2 = '\0';
-        if (ctrl ? !names_controller(c1 + 1, ctrl) : c1[1] != '\0')
-            continue;
-        /* a path that does not fit is as good as none: the root */
-        if (c2[1] != '/' || strcmp(c2 + 1, "/") == 0 || rv_snprintf(out, size, "%s", c2 + 1) < 0)
-            out[0] = '\0';
-        return;
-    }
+    /* a path that does not fit is as good as none: the root */
+    if (l.path_len < 2 || l.path[0] != '/' ||
+        rv_snprintf(out, size, "%.*s", (int)l.path_len, l.path) < 0)
+        out[0] = '\0';
 }
 
 int rv_cgroup_path(const char *cp, const char *ctrl, const char *self_file, enum rv_cg_rule rule,
@@ -287,28 +266,42 @@ static int spec_u64(json_t *obj, const char *key, const char *where, uint64_t *o
     return 0;
 }
 
-int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
-                      bool systemd_hint, struct rv_limits *out, struct rv_error *err)
+/* What each source says, before they are combined: the host, the spec and
+ * the ancestor cgroups, each phase adding to it. */
+struct sources {
+    int online;                  /* host online CPUs */
+    char online_str[256];
+    struct quota best, own;      /* the lowest CPU quota; of the container's own cgroup */
+    int cpuset;                  /* the smallest cpuset, -1: none */
+    char cpuset_where[400];
+    uint64_t mem_limit;          /* the lowest memory limit, 0: none */
+    char mem_why[512];
+};
+
+/* host: its online CPUs. */
+static void from_host(const struct rv_host *h, struct sources *s)
 {
-    static const char *const cpu_names[] = { "cpu", "cpu,cpuacct", "cpuacct,cpu", NULL };
-    static const char *const mem_names[] = { "memory", NULL };
-    static const char *const cpuset_names[] = { "cpuset", NULL };
+    s->online = -1;
+    if (rv_read_small(h->cpu_online, s->online_str, sizeof(s->online_str)) == 0)
+        s->online = rv_cpulist_count(s->online_str);
+    if (s->online < 1) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        s->online = n > 0 ? (int)n : 1;
+        snprintf(s->online_str, sizeof(s->online_str), "%d", s->online);
+    }
+}
+
+/* spec: linux.resources.cpu (quota, period, cpus) and .memory (limit);
+ * *cp: linux.cgroupsPath ("" if absent). */
+static int from_spec(json_t *spec, struct sources *s, const char **cp, struct rv_error *err)
+{
     json_t *linux_ = json_object_get(spec, "linux");
     json_t *res = linux_ ? json_object_get(linux_, "resources") : NULL;
     json_t *cpu = res ? json_object_get(res, "cpu") : NULL;
     json_t *mem = res ? json_object_get(res, "memory") : NULL;
     json_t *jcp = linux_ ? json_object_get(linux_, "cgroupsPath") : NULL;
-    struct quota best = { 0 }, own = { 0 };
-    char cg[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64], buf[4096], online_str[256] = "";
-    size_t lens[NLENS];
-    const char *cp = jcp ? json_string_value(jcp) : "";
-    int online, nanc, cpuset = -1;
-    char cpuset_where[400] = "";
-    uint64_t mem_limit = 0;
-    bool found, v2;
-    struct stat st;
+    bool found;
 
-    memset(out, 0, sizeof(*out));
     if (res && !json_is_object(res))
         return rv_fail(err, 0, "config.json: linux.resources: expected an object");
     if (cpu && !json_is_object(cpu))
@@ -317,18 +310,8 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
         return rv_fail(err, 0, "config.json: linux.resources.memory: expected an object");
     if (jcp && !json_is_string(jcp))
         return rv_fail(err, 0, "config.json: linux.cgroupsPath: expected a string");
+    *cp = jcp ? json_string_value(jcp) : "";
 
-    /* host */
-    online = -1;
-    if (rv_read_small(h->cpu_online, online_str, sizeof(online_str)) == 0)
-        online = rv_cpulist_count(online_str);
-    if (online < 1) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        online = n > 0 ? (int)n : 1;
-        snprintf(online_str, sizeof(online_str), "%d", online);
-    }
-
-    /* spec */
     if (cpu) {
         uint64_t q = 0, p = 100000;
         bool has_p;
@@ -338,132 +321,192 @@ int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding ro
         if (!has_p)
             p = 100000;
         if (found) {
-            consider_quota(&best, q, p, "the spec (linux.resources.cpu)");
-            consider_quota(&own, q, p, "the spec (linux.resources.cpu)");
+            consider_quota(&s->best, q, p, "the spec (linux.resources.cpu)");
+            consider_quota(&s->own, q, p, "the spec (linux.resources.cpu)");
         }
         json_t *cpus = json_object_get(cpu, "cpus");
         if (cpus && !json_is_string(cpus))
             return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: expected a string");
         if (cpus && json_string_length(cpus) > 0) {
-            cpuset = rv_cpulist_count(json_string_value(cpus));
-            if (cpuset < 1)
+            s->cpuset = rv_cpulist_count(json_string_value(cpus));
+            if (s->cpuset < 1)
                 return rv_fail(err, 0, "config.json: linux.resources.cpu.cpus: invalid CPU list");
-            snprintf(cpuset_where, sizeof(cpuset_where), "cpuset %.64s of the spec",
+            snprintf(s->cpuset_where, sizeof(s->cpuset_where), "cpuset %.64s of the spec",
                      json_string_value(cpus));
         }
     }
     if (mem) {
-        if (spec_u64(mem, "limit", "linux.resources.memory", &mem_limit, &found, err) < 0)
+        if (spec_u64(mem, "limit", "linux.resources.memory", &s->mem_limit, &found, err) < 0)
             return -1;
         if (found)
-            snprintf(out->mem_why, sizeof(out->mem_why), "memory limit %" PRIu64 " of the spec",
-                     mem_limit);
+            snprintf(s->mem_why, sizeof(s->mem_why), "memory limit %" PRIu64 " of the spec",
+                     s->mem_limit);
     }
+    return 0;
+}
 
-    /* ancestor cgroups, each controller at its own path */
+/* One ancestor cgroup (the first len bytes of cg, in the hierarchy at dir)
+ * of each controller; own: it is the container's own cgroup. */
+static void cpu_quota_at(const char *dir, const char *cg, size_t len, bool v2, bool own,
+                         struct sources *s)
+{
+    char buf[4096], path[PATH_MAX + 64];
+    uint64_t q, p;
+
+    if (v2) {
+        char *sp;
+        if (read_at(dir, cg, len, "cpu.max", buf, sizeof(buf), path, sizeof(path)) < 0 ||
+            !(sp = strchr(buf, ' ')))
+            return;
+        *sp = '\0';
+        if (rv_parse_u64(buf, &q) < 0 || rv_parse_u64(sp + 1, &p) < 0)
+            return;
+    } else {
+        char pb[64], ppath[PATH_MAX + 64];
+        int64_t sq;
+        if (read_at(dir, cg, len, "cpu.cfs_quota_us", buf, sizeof(buf), path, sizeof(path)) < 0 ||
+            rv_parse_i64(buf, &sq) < 0 || sq <= 0)
+            return;
+        q = (uint64_t)sq;
+        if (read_at(dir, cg, len, "cpu.cfs_period_us", pb, sizeof(pb), ppath, sizeof(ppath)) < 0 ||
+            rv_parse_u64(pb, &p) < 0)
+            return;
+    }
+    consider_quota(&s->best, q, p, path);
+    if (own)
+        consider_quota(&s->own, q, p, path);
+}
+
+static void cpuset_at(const char *dir, const char *cg, size_t len, bool v2, bool own,
+                      struct sources *s)
+{
+    const char *files[] = { v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
+                            v2 ? NULL : "cpuset.cpus", NULL };
+    char buf[4096], path[PATH_MAX + 64];
+
+    (void)own;
+    for (int f = 0; files[f]; f++) {
+        if (read_at(dir, cg, len, files[f], buf, sizeof(buf), path, sizeof(path)) < 0)
+            continue;
+        int n = rv_cpulist_count(buf);
+        if (n >= 1 && (s->cpuset < 0 || n < s->cpuset)) {
+            s->cpuset = n;
+            snprintf(s->cpuset_where, sizeof(s->cpuset_where), "cpuset %.64s of %s", buf, path);
+        }
+        break;
+    }
+}
+
+static void memory_at(const char *dir, const char *cg, size_t len, bool v2, bool own,
+                      struct sources *s)
+{
+    char buf[4096], path[PATH_MAX + 64];
+    uint64_t m;
+
+    (void)own;
+    if (read_at(dir, cg, len, v2 ? "memory.max" : "memory.limit_in_bytes", buf, sizeof(buf), path,
+                sizeof(path)) < 0 ||
+        rv_parse_u64(buf, &m) < 0 || m == 0 || m >= MEM_UNLIMITED)
+        return;
+    if (s->mem_limit == 0 || m < s->mem_limit) {
+        s->mem_limit = m;
+        snprintf(s->mem_why, sizeof(s->mem_why), "memory limit %" PRIu64 " of %s", m, path);
+    }
+}
+
+/* The controllers whose ancestors count: their v1 directories, the v1
+ * controller of /proc/self/cgroup, and what one ancestor says. */
+static const struct controller {
+    const char *const *names;
+    const char *v1;
+    void (*at)(const char *dir, const char *cg, size_t len, bool v2, bool own, struct sources *s);
+} controllers[] = {
+    { (const char *const[]){ "cpu", "cpu,cpuacct", "cpuacct,cpu", NULL }, "cpu", cpu_quota_at },
+    { (const char *const[]){ "cpuset", NULL }, "cpuset", cpuset_at },
+    { (const char *const[]){ "memory", NULL }, "memory", memory_at },
+};
+
+/* ancestor cgroups: each controller at its own path, from the root down to
+ * the container's cgroup. */
+static int from_ancestors(const char *cp, const struct rv_host *h, bool systemd_hint,
+                          struct sources *s, struct rv_error *err)
+{
+    char cg[PATH_MAX], dir[PATH_MAX], path[PATH_MAX + 64];
+    size_t lens[NLENS];
+    struct stat st;
+    int nanc;
+    bool v2;
+
     if (has_dotdot(cp))
         return rv_fail(err, 0, "config.json: linux.cgroupsPath: `..` is not allowed");
     if (rv_snprintf(path, sizeof(path), "%s/cgroup.controllers", h->cgroup_root) < 0)
         return rv_fail(err, ENAMETOOLONG, "cgroup root");
     v2 = stat(path, &st) == 0;
 
-    if (controller_dir(h, v2, cpu_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "cpu", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
+    for (size_t c = 0; c < sizeof(controllers) / sizeof(controllers[0]); c++) {
+        const struct controller *ctl = &controllers[c];
+        if (!controller_dir(h, v2, ctl->names, dir, sizeof(dir)))
+            continue;
+        if (controller_cgroup(cp, v2 ? NULL : ctl->v1, h, systemd_hint, cg, sizeof(cg), lens, NLENS,
+                              &nanc, err) < 0)
             return -1;
-        for (int i = 0; i < nanc; i++) {
-            uint64_t q, p;
-            if (v2) {
-                char *sp;
-                if (read_at(dir, cg, lens[i], "cpu.max", buf, sizeof(buf), path, sizeof(path)) < 0 ||
-                    !(sp = strchr(buf, ' ')))
-                    continue;
-                *sp = '\0';
-                if (rv_parse_u64(buf, &q) < 0 || rv_parse_u64(sp + 1, &p) < 0)
-                    continue;
-            } else {
-                char pb[64], ppath[PATH_MAX + 64];
-                int64_t sq;
-                if (read_at(dir, cg, lens[i], "cpu.cfs_quota_us", buf, sizeof(buf), path, sizeof(path)) < 0 ||
-                    rv_parse_i64(buf, &sq) < 0 || sq <= 0)
-                    continue;
-                q = (uint64_t)sq;
-                if (read_at(dir, cg, lens[i], "cpu.cfs_period_us", pb, sizeof(pb), ppath, sizeof(ppath)) < 0 ||
-                    rv_parse_u64(pb, &p) < 0)
-                    continue;
-            }
-            consider_quota(&best, q, p, path);
+        for (int i = 0; i < nanc; i++)
             /* the last is the container's own cgroup, unless the runtime
              * makes that one below it (an empty cgroupsPath) */
-            if (i == nanc - 1 && (*cp || h->cg_rule == RV_CG_OWN))
-                consider_quota(&own, q, p, path);
-        }
+            ctl->at(dir, cg, lens[i], v2, i == nanc - 1 && (*cp || h->cg_rule == RV_CG_OWN), s);
     }
+    return 0;
+}
 
-    if (controller_dir(h, v2, cpuset_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "cpuset", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
-            return -1;
-        for (int i = 0; i < nanc; i++) {
-            const char *files[] = { v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus",
-                                    v2 ? NULL : "cpuset.cpus", NULL };
-            for (int f = 0; files[f]; f++) {
-                if (read_at(dir, cg, lens[i], files[f], buf, sizeof(buf), path, sizeof(path)) < 0)
-                    continue;
-                int n = rv_cpulist_count(buf);
-                if (n >= 1 && (cpuset < 0 || n < cpuset)) {
-                    cpuset = n;
-                    snprintf(cpuset_where, sizeof(cpuset_where), "cpuset %.64s of %s", buf, path);
-                }
-                break;
-            }
-        }
-    }
+/* combine: the fewest CPUs of the host, the cpuset and the quota; the lowest
+ * memory limit. */
+static void combine(const struct sources *s, enum rv_rounding rounding, struct rv_limits *out)
+{
+    uint64_t cpus = (uint64_t)s->online;
 
-    if (controller_dir(h, v2, mem_names, dir, sizeof(dir))) {
-        if (controller_cgroup(cp, v2 ? NULL : "memory", h, systemd_hint, cg, sizeof(cg), lens, NLENS, &nanc, err) < 0)
-            return -1;
-        for (int i = 0; i < nanc; i++) {
-            uint64_t m;
-            if (read_at(dir, cg, lens[i], v2 ? "memory.max" : "memory.limit_in_bytes", buf,
-                        sizeof(buf), path, sizeof(path)) < 0 ||
-                rv_parse_u64(buf, &m) < 0 || m == 0 || m >= MEM_UNLIMITED)
-                continue;
-            if (mem_limit == 0 || m < mem_limit) {
-                mem_limit = m;
-                snprintf(out->mem_why, sizeof(out->mem_why), "memory limit %" PRIu64 " of %s", m, path);
-            }
-        }
+    snprintf(out->cpus_why, sizeof(out->cpus_why), "host online CPUs %s", s->online_str);
+    if (s->cpuset > 0 && (uint64_t)s->cpuset < cpus) {
+        cpus = (uint64_t)s->cpuset;
+        snprintf(out->cpus_why, sizeof(out->cpus_why), "%s", s->cpuset_where);
     }
-
-    /* combine */
-    uint64_t cpus = (uint64_t)online;
-    snprintf(out->cpus_why, sizeof(out->cpus_why), "host online CPUs %s", online_str);
-    if (cpuset > 0 && (uint64_t)cpuset < cpus) {
-        cpus = (uint64_t)cpuset;
-        snprintf(out->cpus_why, sizeof(out->cpus_why), "%s", cpuset_where);
-    }
-    if (best.q) {
-        uint64_t r = rounded(best.q, best.p, rounding);
+    if (s->best.q) {
+        uint64_t r = rounded(s->best.q, s->best.p, rounding);
         if (r < 1)
             r = 1;
         if (r <= cpus) {
             cpus = r;
             snprintf(out->cpus_why, sizeof(out->cpus_why), "CPU quota %" PRIu64 "/%" PRIu64
-                     " = %.2f of %s, %s", best.q, best.p, (double)best.q / (double)best.p,
-                     best.where, rounding_word(rounding));
+                     " = %.2f of %s, %s", s->best.q, s->best.p, (double)s->best.q / (double)s->best.p,
+                     s->best.where, rounding_word(rounding));
         }
     }
     out->cpus = cpus < 1 ? 1 : (unsigned)cpus;
-    out->view_cpus = cpuset > 0 && cpuset < online ? (unsigned)cpuset : (unsigned)online;
-    if (own.q && rounded(own.q, own.p, RV_ROUND_CEIL) < out->view_cpus)
-        out->view_cpus = (unsigned)rounded(own.q, own.p, RV_ROUND_CEIL);
-    if (mem_limit > 0) {
+    out->view_cpus = s->cpuset > 0 && s->cpuset < s->online ? (unsigned)s->cpuset : (unsigned)s->online;
+    if (s->own.q && rounded(s->own.q, s->own.p, RV_ROUND_CEIL) < out->view_cpus)
+        out->view_cpus = (unsigned)rounded(s->own.q, s->own.p, RV_ROUND_CEIL);
+    if (s->mem_limit > 0) {
         out->has_mem = true;
-        out->mem_mib = mem_limit >> 20;
+        out->mem_mib = s->mem_limit >> 20;
         if (out->mem_mib == 0)
             out->mem_mib = 1;
+        snprintf(out->mem_why, sizeof(out->mem_why), "%s", s->mem_why);
     } else {
         snprintf(out->mem_why, sizeof(out->mem_why), "no memory limit in the spec or its ancestors");
     }
+}
+
+int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
+                      bool systemd_hint, struct rv_limits *out, struct rv_error *err)
+{
+    struct sources s = { .cpuset = -1 };
+    const char *cp = "";
+
+    memset(out, 0, sizeof(*out));
+    from_host(h, &s);
+    if (from_spec(spec, &s, &cp, err) < 0 || from_ancestors(cp, h, systemd_hint, &s, err) < 0)
+        return -1;
+    combine(&s, rounding, out);
+    /* GPUs: what gpus.c counts in the spec */
     out->gpus = rv_gpus_count(spec, h->dev_dir, out->gpus_why, sizeof(out->gpus_why));
     return 0;
 }

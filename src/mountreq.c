@@ -2,6 +2,7 @@
  * arguments (see mountreq.h). No system calls here. */
 #define _GNU_SOURCE
 #include "resview/mountreq.h"
+#include "resview/proc.h"
 #include "resview/sys.h"
 
 #include <errno.h>
@@ -285,48 +286,32 @@ static bool canonical(const char *p, size_t n)
 
 int rv_mountreq_cgroups(const char *text, const char *cgroup_root, bool unified, char out[2][4096])
 {
+    struct rv_cgroup_line l;
     bool found = false;
 
     out[0][0] = out[1][0] = '\0';
-    for (const char *line = text; line && *line;) {
-        const char *end = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
-        size_t len = end ? (size_t)(end - line) : strlen(line);
+    while (rv_cgroup_next(&text, &l)) {
+        int slot = -1, n;
+        const char *dir = "";
 
-        if (c1 && c1 < line + len && (c2 = memchr(c1 + 1, ':', (size_t)(line + len - c1 - 1)))) {
-            const char *path = c2 + 1, *ctrls = c1 + 1;
-            size_t plen = (size_t)(line + len - path), clen = (size_t)(c2 - ctrls);
-            int slot = -1;
-            const char *dir = "";
-
-            if (unified) {
-                if (c1 - line == 1 && line[0] == '0' && clen == 0)
-                    slot = 0;
-            } else {
-                for (const char *t = ctrls; t < c2;) {
-                    size_t tl = strcspn(t, ",:");
-                    if (tl == 6 && strncmp(t, "memory", 6) == 0)
-                        slot = 0, dir = "/memory";
-                    else if (tl == 4 && strncmp(t, "pids", 4) == 0)
-                        slot = 1, dir = "/pids";
-                    if (slot >= 0)
-                        break;
-                    t += tl + (t[tl] == ',');
-                    if (tl == 0)
-                        break;
-                }
-            }
-            if (slot >= 0) {
-                int n;
-                if (!canonical(path, plen))
-                    return -EINVAL;
-                n = snprintf(out[slot], 4096, "%s%s%.*s%scgroup.procs", cgroup_root, dir,
-                             (int)plen, path, plen == 1 ? "" : "/");
-                if (n < 0 || n >= 4096)
-                    return -EINVAL;
-                found = true;
-            }
+        if (unified) {
+            /* hierarchy 0: the unified one */
+            if (rv_cgroup_line_is(&l, NULL) && l.id_len == 1 && l.id[0] == '0')
+                slot = 0;
+        } else if (rv_cgroup_line_is(&l, "memory")) {
+            slot = 0, dir = "/memory";
+        } else if (rv_cgroup_line_is(&l, "pids")) {
+            slot = 1, dir = "/pids";
         }
-        line = end ? end + 1 : NULL;
+        if (slot < 0)
+            continue;
+        if (!canonical(l.path, l.path_len))
+            return -EINVAL;
+        n = snprintf(out[slot], 4096, "%s%s%.*s%scgroup.procs", cgroup_root, dir,
+                     (int)l.path_len, l.path, l.path_len == 1 ? "" : "/");
+        if (n < 0 || n >= 4096)
+            return -EINVAL;
+        found = true;
     }
     return found ? 0 : -EINVAL;
 }

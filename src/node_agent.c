@@ -7,11 +7,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -246,4 +249,98 @@ void rv_node_children_stop(struct rv_node_children *ch, bool detach)
     }
     if (detach && rv_node_lxcfs_clear(ch->lxcfs_dir, &err) < 0)
         rv_node_say("lxcfs: %s", err.msg);
+}
+
+/* --- settings ----------------------------------------------------------- */
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static int parse_bool(const char *what, const char *v, bool *out, struct rv_error *err)
+{
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+        *out = true;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || !*v)
+        *out = false;
+    else
+        return rv_fail(err, 0, "%s: expected true or false, not `%s`", what, v);
+    return 0;
+}
+
+/* <dir of our executable>/../lib/resview/payload */
+static void default_payload(char *out, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    if (n > 0) {
+        exe[n] = '\0';
+        char *d = dirname(exe);
+        if (rv_snprintf(out, size, "%s/../lib/resview/payload", d) >= 0)
+            return;
+    }
+    snprintf(out, size, "/usr/local/lib/resview/payload");
+}
+
+int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cfg,
+                          struct rv_error *err)
+{
+    static struct rv_node_gpu gpu;
+    const char *mode = env_or("RESVIEW_NODE_MODE", "install");
+    int gpu_mode = rv_node_gpu_mode_parse(env_or("RESVIEW_NODE_GPU_CONTAINERS", "gpu"));
+
+    *n = (struct rv_node_settings){
+        .cfg = cfg,
+        .ctd.config = env_or("RESVIEW_NODE_CONTAINERD_CONFIG", "/etc/containerd/config.toml"),
+        .ctd.cri_socket = env_or("RESVIEW_NODE_CRI_SOCKET", "/run/containerd/containerd.sock"),
+        .ctd.restart = env_or("RESVIEW_NODE_RESTART", "systemd"),
+        .prefix = "/opt/resview",
+        .lxcfs_bin = "/usr/bin/lxcfs",
+        .lxcfs_dir = "/var/lib/resview/lxcfs",
+        .rv_config = RV_CONFIG_DEFAULT,
+        .lock_path = "/run/resview/node.lock",
+        .host_pid = env_or("RESVIEW_NODE_HOST_PID", "1"),
+    };
+    if (parse_bool("RESVIEW_NODE_SET_AS_DEFAULT", env_or("RESVIEW_NODE_SET_AS_DEFAULT", "false"),
+                   &n->ctd.set_default, err) < 0)
+        return -1;
+    if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0)
+        return rv_fail(err, 0, "RESVIEW_NODE_MODE: expected install or uninstall, not `%s`", mode);
+    n->uninstall = strcmp(mode, "uninstall") == 0;
+    if (gpu_mode < 0)
+        return rv_fail(err, 0, "RESVIEW_NODE_GPU_CONTAINERS: expected gpu, all or none, not `%s`",
+                       getenv("RESVIEW_NODE_GPU_CONTAINERS"));
+    n->ctd.gpu_mode = (enum rv_node_gpu_mode)gpu_mode;
+    n->ctd.gpu = &gpu;
+    default_payload(n->payload, sizeof(n->payload));
+    return 0;
+}
+
+int rv_node_settings_check(struct rv_node_settings *n, struct rv_error *err)
+{
+    uint64_t hp;
+
+    if (rv_parse_u64(n->host_pid, &hp) < 0 || hp == 0 || hp > INT32_MAX)
+        return rv_fail(err, 0, "host pid `%s`: expected a process id", n->host_pid);
+    n->ctd.host_pid = (pid_t)hp;
+    if (!rv_node_restart_valid(n->ctd.restart))
+        return rv_fail(err, 0, "restart mode `%s`: expected systemd, systemd:UNIT, none or "
+                       "command:/ABSOLUTE/PATH", n->ctd.restart);
+    if (n->prefix[0] != '/' || n->lxcfs_dir[0] != '/' || n->ctd.config[0] != '/' || n->ctd.cri_socket[0] != '/')
+        return rv_fail(err, 0, "--prefix, --lxcfs-dir, --containerd-config and --cri-socket "
+                       "must be absolute paths");
+    if (rv_snprintf(n->runtime_path, sizeof(n->runtime_path), "%s/current/bin/resview-runtime", n->prefix) < 0 ||
+        rv_snprintf(n->hook_path, sizeof(n->hook_path), "%s/current/bin/resview-hook", n->prefix) < 0 ||
+        rv_snprintf(n->guard, sizeof(n->guard), "%s.restarted", n->lock_path) < 0 ||
+        rv_snprintf(n->nv_record, sizeof(n->nv_record), "%s.nvidia", n->lock_path) < 0)
+        return rv_fail(err, 0, "--prefix or --lock is too long");
+    n->ctd.runtime_path = n->runtime_path;
+    n->ctd.hook_path = n->hook_path;
+    n->ctd.guard = n->guard;
+    n->ctd.nv_record = n->nv_record;
+    n->ctd.uninstall = n->uninstall;
+    return 0;
 }

@@ -6,6 +6,7 @@
 #include "resview/inject.h"
 #include "resview/lxcfs.h"
 #include "resview/log.h"
+#include "resview/proc.h"
 #include "resview/state.h"
 
 #include <dirent.h>

@@ -5,6 +5,7 @@
 #include "resview/chain.h"
 #include "resview/edit.h"
 #include "resview/fuse.h"
+#include "resview/gpus.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 #include "resview/state.h"
@@ -113,7 +114,7 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
                                .hook_missing = access(cfg->hook_path, X_OK) != 0,
                                .fuse_runtime = fuse_runtime };
-    if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, err) < 0)
+    if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, &rv_gpus_spec_extra, err) < 0)
         goto out;
     /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
      * to know what the next runtime can do (a refusal fails in the edit). */

@@ -1,7 +1,6 @@
 /* spec.c - load and atomically rewrite the bundle's config.json. */
 #define _GNU_SOURCE
 #include "resview/spec.h"
-#include "resview/gpus.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,17 +37,24 @@ static const struct rv_json_want spec_members_base[] = {
     { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
     { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
 };
-/* Each of the two with mounts, which only gpus.c reads, and only for the
- * NVIDIA device plugin's volume-mounts strategy (NVIDIA_VISIBLE_DEVICES names
- * its directory): loaded instead then (with_mounts). */
-static const struct rv_json_want spec_members_all_mounts[] = {
-    { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
-    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
-};
-static const struct rv_json_want spec_members_base_mounts[] = {
-    { "process", process_members }, { "linux", linux_members_base }, { "annotations", NULL },
-    { "hooks", NULL }, { "root", root_members }, { "mounts", NULL }, { NULL, NULL },
-};
+/* Either of the two, then the caller's extra members when they are loaded. */
+#define WANT_MAX 16
+
+static int want_table(const struct rv_spec *spec, struct rv_json_want *w, struct rv_error *err)
+{
+    const struct rv_json_want *base = spec->all ? rv_spec_members : spec_members_base;
+    size_t n = 0;
+
+    for (; base[n].key; n++)
+        w[n] = base[n];
+    for (const struct rv_json_want *x = spec->extra_loaded ? spec->extra->members : NULL; x && x->key; x++) {
+        if (n + 1 >= WANT_MAX)
+            return rv_fail(err, E2BIG, "config.json: more than %d members to load", WANT_MAX - 1);
+        w[n++] = *x;
+    }
+    w[n] = (struct rv_json_want){ NULL, NULL };
+    return 0;
+}
 
 static int check_root(struct rv_spec *spec, struct rv_error *err)
 {
@@ -68,14 +74,16 @@ static int check_root(struct rv_spec *spec, struct rv_error *err)
     return 0;
 }
 
-static int parse_text(struct rv_spec *spec, const struct rv_json_want *members,
-                      struct rv_error *err)
+/* Parse the text for the members that spec->all and spec->extra_loaded say. */
+static int parse_text(struct rv_spec *spec, struct rv_error *err)
 {
+    struct rv_json_want want[WANT_MAX];
+
     json_decref(spec->root);
     spec->root = NULL;
-    spec->members = members;
-    if (rv_json_parse_some(spec->text, spec->len, "config.json", members, &spec->root,
-                           &spec->skips, err) < 0)
+    if (want_table(spec, want, err) < 0 ||
+        rv_json_parse_some(spec->text, spec->len, "config.json", want, &spec->root, &spec->skips,
+                           err) < 0)
         return -1;
     if (check_root(spec, err) < 0) {
         json_decref(spec->root);
@@ -85,30 +93,29 @@ static int parse_text(struct rv_spec *spec, const struct rv_json_want *members,
     return 0;
 }
 
-/* The members loaded, with mounts when the container's GPUs are named by
- * them: parse again with those (parse_text); 0 when nothing more is needed. */
-static int with_mounts(struct rv_spec *spec, struct rv_error *err)
+/* The members loaded, with the caller's extra ones when its test of what is
+ * loaded asks for them: parse again with those; 0 when nothing more is needed. */
+static int with_extra(struct rv_spec *spec, struct rv_error *err)
 {
-    json_t *env = rv_json_path(spec->root, "process.env");
-    const char *nvd = json_is_array(env) ? rv_env_get(env, "NVIDIA_VISIBLE_DEVICES") : NULL;
-
-    if (!nvd || strncmp(nvd, RV_GPU_MOUNTS_DIR, sizeof(RV_GPU_MOUNTS_DIR) - 1) != 0 ||
-        spec->members == spec_members_all_mounts || spec->members == spec_members_base_mounts)
+    if (!spec->extra || spec->extra_loaded || (spec->extra->wanted && !spec->extra->wanted(spec->root)))
         return 0;
-    return parse_text(spec, spec->members == rv_spec_members ? spec_members_all_mounts
-                                                             : spec_members_base_mounts, err);
+    spec->extra_loaded = true;
+    return parse_text(spec, err);
 }
 
-int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err)
+int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len,
+                  const struct rv_spec_extra *extra, struct rv_error *err)
 {
     memset(spec, 0, sizeof(*spec));
     spec->dirfd = -1;
+    spec->all = true;
+    spec->extra = extra;
     if (!(spec->text = malloc(len + 1)))
         return rv_fail(err, ENOMEM, "config.json");
     memcpy(spec->text, text, len);
     spec->text[len] = '\0';
     spec->len = len;
-    if (parse_text(spec, rv_spec_members, err) < 0 || with_mounts(spec, err) < 0) {
+    if (parse_text(spec, err) < 0 || with_extra(spec, err) < 0) {
         /* a failed parse holds nothing (callers may just return) */
         rv_spec_free(spec);
         return -1;
@@ -116,18 +123,20 @@ int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_
     return 0;
 }
 
-int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err)
+int rv_spec_load(struct rv_spec *spec, const char *bundle, const struct rv_spec_extra *extra,
+                 struct rv_error *err)
 {
-    return rv_spec_load_file(spec, bundle, NULL, err);
+    return rv_spec_load_file(spec, bundle, NULL, extra, err);
 }
 
 int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
-                      struct rv_error *err)
+                      const struct rv_spec_extra *extra, struct rv_error *err)
 {
     const char *slash = file ? strrchr(file, '/') : NULL;
 
     memset(spec, 0, sizeof(*spec));
     spec->dirfd = -1;
+    spec->extra = extra;
     if (rv_snprintf(spec->bundle, sizeof(spec->bundle), "%s", bundle) < 0)
         return rv_fail(err, ENAMETOOLONG, "bundle `%.64s…`", bundle);
     if (rv_snprintf(spec->file, sizeof(spec->file), "%s", !file ? "config.json" : slash ? slash + 1 : file) < 0 ||
@@ -150,26 +159,29 @@ int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file
     }
     if (rv_read_file_at(spec->dirfd, spec->file, RV_SPEC_MAX, &spec->text, &spec->len,
                         &spec->st, err) < 0 ||
-        parse_text(spec, spec_members_base, err) < 0)
+        parse_text(spec, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
-    if (with_mounts(spec, err) < 0)
+    if (with_extra(spec, err) < 0)
         return rv_wrap(err, "bundle `%s`", bundle);
     return 0;
 }
 
 int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err)
 {
-    if (spec->members == rv_spec_members || spec->members == spec_members_all_mounts)
+    if (spec->all)
         return 0;
-    return parse_text(spec, spec->members == spec_members_base_mounts ? spec_members_all_mounts
-                                                                      : rv_spec_members, err);
+    spec->all = true;
+    return parse_text(spec, err);
 }
 
 int rv_spec_render(const struct rv_spec *spec, char **out, size_t *len, bool *changed,
                    struct rv_error *err)
 {
-    if (rv_json_splice(spec->text, spec->len, "config.json", spec->members, spec->root,
-                       &spec->skips, out, len, err) < 0)
+    struct rv_json_want want[WANT_MAX];
+
+    if (want_table(spec, want, err) < 0 ||
+        rv_json_splice(spec->text, spec->len, "config.json", want, spec->root, &spec->skips, out,
+                       len, err) < 0)
         return -1;
     *changed = !(*len == spec->len && memcmp(*out, spec->text, *len) == 0);
     return 0;

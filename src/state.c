@@ -1,7 +1,7 @@
 /* state.c - per-container record directories, and records of users' hooks. */
 #define _GNU_SOURCE
 #include "resview/state.h"
-#include "resview/lxcfs.h"
+#include "resview/proc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -88,14 +88,26 @@ int rv_engine_edit(const struct rv_engine *e, const struct rv_engine_opts *o, co
                    size_t len, bool exists, const char *backup, size_t backup_len,
                    struct rv_edit_result *res, struct rv_error *err);
 
+/* What engine_v01.c asks of the engine layer above it, which hands its own
+ * (engine.c; engine_v01.c calls nothing there): the engine's edit as
+ * configure makes it today, and rv_engine_status. */
+struct rv_v01_ops {
+    int (*edit)(const struct rv_engine *e, const struct rv_engine_opts *o, const char *old,
+                size_t len, bool exists, const char *backup, size_t backup_len,
+                struct rv_edit_result *res, struct rv_error *err);
+    int (*status)(const struct rv_engine *e, const char *text, size_t len, char *detail,
+                  size_t size, char *exe, size_t exe_size, struct rv_error *err);
+};
+
 /* What resview 0.1 wrote into text (engine_v01.c: only what configure's edit
  * of the backup 0.1 kept makes again, each piece found exactly once): *out is
  * text without it and 1 is returned, *created when 0.1 created the file; 0 if
  * text holds none of it; -1 when it holds a 0.1 block changed since (err names
  * the lines to take out by hand). */
-int rv_v01_take_out(const struct rv_engine *e, const struct rv_engine_opts *o, const char *text,
-                    size_t len, const char *backup, size_t blen, char **out, size_t *outlen,
-                    bool *created, struct rv_error *err);
+int rv_v01_take_out(const struct rv_v01_ops *ops, const struct rv_engine *e,
+                    const struct rv_engine_opts *o, const char *text, size_t len,
+                    const char *backup, size_t blen, char **out, size_t *outlen, bool *created,
+                    struct rv_error *err);
 
 /* Whether text carries the engine's resview entry (1) or not (0), with the
  * entry in a few words (detail) and the program it runs (exe, "" if unknown). */
@@ -146,7 +158,5 @@ int rv_toml_engine_edit(const struct rv_engine_opts *o, const char *old, size_t 
                         int (*verify)(const struct rv_engine_opts *o, const struct rv_toml *doc,
                                       struct rv_error *err),
                         struct rv_edit_result *res, struct rv_error *err);
-/* Append formatted text to *s (allocated). */
-int rv_strcatf(char **s, struct rv_error *err, const char *fmt, ...) RV_PRINTF(3, 4);
 
 #endif

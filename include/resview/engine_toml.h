@@ -91,5 +91,7 @@ char *rv_mark_was(const char *line, size_t n, const char *orig, size_t on);
  * the markers; created: the file did not exist before. */
 int rv_marked_append(const char *text, size_t len, const char *block, bool created,
                      char **out, size_t *outlen, struct rv_error *err);
+/* Append formatted text to *s (allocated). */
+int rv_strcatf(char **s, struct rv_error *err, const char *fmt, ...) RV_PRINTF(3, 4);
 
 #endif

@@ -22,6 +22,11 @@
 /* The device plugin's volume-mounts strategy. */
 #define RV_GPU_MOUNTS_DIR "/var/run/nvidia-container-devices"
 
+/* What rv_gpus_count needs loaded of a spec besides the members every load
+ * has (rv_spec_load's extra): mounts, for the volume-mounts strategy only. */
+struct rv_spec_extra;
+extern const struct rv_spec_extra rv_gpus_spec_extra;
+
 /* Count the GPUs the spec hands the container; why: which source counted.
  * dev_dir: where the host's device nodes are (/dev). */
 unsigned rv_gpus_count(json_t *spec, const char *dev_dir, char *why, size_t size);

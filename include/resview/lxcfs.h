@@ -84,10 +84,4 @@ int rv_lxcfs_views_in_ns(pid_t pid, char *out, size_t size);
  * /proc through one. Returns how many were detached, -1 (err) on failure. */
 int rv_lxcfs_detach_own_views(struct rv_error *err);
 
-/* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
- * boot), read through an open /proc/PID directory; -1 if gone. */
-int rv_pid_start_time(int piddir, unsigned long long *start);
-/* Parse the start time out of the text of /proc/PID/stat (tests). */
-int rv_parse_stat_start(const char *text, unsigned long long *start);
-
 #endif

@@ -8,9 +8,38 @@
 #ifndef RESVIEW_NODE_AGENT_H
 #define RESVIEW_NODE_AGENT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
+#include "resview/config.h"
+#include "resview/node_containerd.h"
 #include "resview/util.h"
+
+/* The agent's settings: built-in defaults, then the DaemonSet's
+ * RESVIEW_NODE_* environment (rv_node_settings_init), then the options of
+ * `resview node` (cmd_node.c), then checked, with the paths made of them
+ * (rv_node_settings_check). */
+struct rv_node_settings {
+    const struct rv_config *cfg;
+    struct rv_node_containerd ctd;
+    bool uninstall;
+    const char *prefix;
+    char payload[PATH_MAX];
+    const char *lxcfs_bin;
+    const char *lxcfs_dir;
+    const char *rv_config;
+    const char *lock_path;
+    const char *host_pid;       /* as given: ctd.host_pid once checked */
+    char guard[PATH_MAX];       /* lock_path.restarted */
+    char nv_record[PATH_MAX];   /* lock_path.nvidia */
+    char runtime_path[PATH_MAX];
+    char hook_path[PATH_MAX];
+};
+/* Defaults and the environment; -1 (err) on a variable that is not valid. */
+int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cfg,
+                          struct rv_error *err);
+/* Check what the options left, and derive the paths; -1 (err) if not valid. */
+int rv_node_settings_check(struct rv_node_settings *n, struct rv_error *err);
 
 /* One timestamped line on stdout (the pod's log). */
 void rv_node_say(const char *fmt, ...) RV_PRINTF(1, 2);

@@ -8,31 +8,49 @@
 #define RV_SPEC_MAX (16u << 20)   /* a spec larger than 16 MiB is refused */
 
 /* The members of config.json resview reads or writes (spec.c): root holds
- * only these; the rest stays text and is written back byte for byte. */
+ * only these (and a caller's extra ones); the rest stays text and is written
+ * back byte for byte. */
 extern const struct rv_json_want rv_spec_members[];
+
+/* Top-level members that a caller needs besides rv_spec_members, only for some
+ * specs (the cost of a member is paid on every start): members, a {NULL, NULL}
+ * terminated table, is loaded too when wanted(root), asked of what was loaded
+ * first, says so (wanted NULL: always). The loader knows no caller's reasons
+ * (gpus.c: rv_gpus_spec_extra). */
+struct rv_spec_extra {
+    const struct rv_json_want *members;
+    bool (*wanted)(json_t *root);
+};
 
 struct rv_spec {
     int dirfd;            /* the bundle directory */
     char bundle[4096];
     char file[256];       /* the spec's file name in dirfd: config.json, or crun --config's */
-    json_t *root;         /* the members of rv_spec_members only */
-    const struct rv_json_want *members;  /* what root holds */
-    struct rv_json_skips skips;          /* what it does not */
+    json_t *root;         /* the members of rv_spec_members only, and extra's when loaded */
+    bool all;             /* root holds linux.seccomp too (rv_spec_load_all, rv_spec_parse) */
+    const struct rv_spec_extra *extra;   /* the caller's extra members (NULL: none) */
+    bool extra_loaded;                   /* root holds them */
+    struct rv_json_skips skips;          /* what root does not hold */
     struct stat st;       /* of config.json as loaded: mode and owner to keep */
     char *text;           /* original bytes: written back around the edited members */
     size_t len;
 };
 
-/* Load every member but linux.seccomp, which only the FUSE grant needs. */
-int rv_spec_load(struct rv_spec *spec, const char *bundle, struct rv_error *err);
+/* Load every member but linux.seccomp, which only the FUSE grant needs, and
+ * extra's members if it wants them (extra NULL: none). */
+int rv_spec_load(struct rv_spec *spec, const char *bundle, const struct rv_spec_extra *extra,
+                 struct rv_error *err);
 /* The same with another spec file (relative to the bundle, or absolute:
  * crun --config FILE); NULL: config.json. */
 int rv_spec_load_file(struct rv_spec *spec, const char *bundle, const char *file,
-                      struct rv_error *err);
-/* Load everything in rv_spec_members: before any edit (it starts again). */
+                      const struct rv_spec_extra *extra, struct rv_error *err);
+/* Load everything in rv_spec_members (and the extra members loaded): before
+ * any edit (it starts again). */
 int rv_spec_load_all(struct rv_spec *spec, struct rv_error *err);
-/* Parse from memory, every member (tests, fuzzing, `resview env --spec`). dirfd = -1. */
-int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len, struct rv_error *err);
+/* Parse from memory, every member and extra's if it wants them (tests,
+ * fuzzing, `resview env --spec`). dirfd = -1. */
+int rv_spec_parse(struct rv_spec *spec, const char *text, size_t len,
+                  const struct rv_spec_extra *extra, struct rv_error *err);
 /* The document as edited: the original text with the edited members spliced
  * in. *changed: whether it differs from the original. Caller frees *out. */
 int rv_spec_render(const struct rv_spec *spec, char **out, size_t *len, bool *changed,

@@ -128,7 +128,7 @@ static int grant(const char *text, size_t len, const struct rv_fuse_runtime *rt,
     bool changed;
 
     *root = NULL;
-    if (rv_spec_parse(&spec, text, len, &err) < 0)
+    if (rv_spec_parse(&spec, text, len, NULL, &err) < 0)
         return -1;
     /* the whole document, to compare with (the spec loads only what it edits;
      * a duplicate key where it loads nothing is not a case for this harness) */
@@ -160,7 +160,7 @@ static void policy(const char *text, size_t len, uint8_t bits)
     json_t *ann;
     const char *a, *ns;
 
-    if (rv_spec_parse(&spec, text, len, &err) < 0)
+    if (rv_spec_parse(&spec, text, len, NULL, &err) < 0)
         return;
     c.fuse_allowed = bits & 16;
     if (bits & 32) {

@@ -15,6 +15,7 @@
 #include "fuzz.h"
 #include "host_tree.h"
 #include "resview/edit.h"
+#include "resview/gpus.h"
 #include "resview/spec.h"
 
 static struct rv_host host;
@@ -161,7 +162,7 @@ static int edit_dump(const char *text, size_t len, char **out, size_t *outlen, b
     struct rv_spec spec;
     int r = -1;
 
-    if (rv_spec_parse(&spec, text, len, err) < 0) {
+    if (rv_spec_parse(&spec, text, len, &rv_gpus_spec_extra, err) < 0) {
         /* a failed parse holds nothing: nothing to free (LeakSanitizer checks) */
         FUZZ_CHECK(spec.root == NULL && spec.text == NULL && spec.dirfd < 0, "a failed parse holds state");
         return -1;

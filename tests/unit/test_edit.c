@@ -2,6 +2,7 @@
  * lossless JSON, and the configuration parser. */
 #define _GNU_SOURCE
 #include "resview/edit.h"
+#include "resview/gpus.h"
 #include "resview/spec.h"
 #include "unit.h"
 
@@ -24,7 +25,7 @@ static char *edit(const char *text, struct rv_error *err)
 
     free(out);
     out = NULL;
-    if (rv_spec_parse(&spec, text, strlen(text), err) < 0)
+    if (rv_spec_parse(&spec, text, strlen(text), &rv_gpus_spec_extra, err) < 0)
         return NULL;
     if (rv_spec_edit(spec.root, &ctx, &res, err) < 0 ||
         rv_spec_render(&spec, &out, &len, &changed, err) < 0) {
@@ -186,7 +187,7 @@ int main(void)
         char *o = NULL;
         size_t ol;
         bool changed;
-        ok(rv_spec_parse(&spec, "{\"mounts\":[1],\"process\":{}}", 27, &err) == 0 &&
+        ok(rv_spec_parse(&spec, "{\"mounts\":[1],\"process\":{}}", 27, NULL, &err) == 0 &&
            json_object_set_new(spec.root, "mounts", json_array()) == 0 &&
            rv_spec_render(&spec, &o, &ol, &changed, &err) < 0 && has(err.msg, "never loaded"),
            "an edit of a member that was not loaded fails the render (instead of losing it)");

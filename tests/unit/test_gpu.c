@@ -158,7 +158,7 @@ static void test_load(void)
     snprintf(dir, sizeof(dir), "%s/bundle", base);
     snprintf(dev, sizeof(dev), "%s/dev", base);
     sh("mkdir -p %s && printf '{\"mounts\":[{\"destination\":\"/x\"}],\"process\":{\"env\":[]}}' > %s/config.json", dir, dir);
-    ok(rv_spec_load(&spec, dir, &err) == 0 && !json_object_get(spec.root, "mounts"), "a plain spec: mounts not loaded");
+    ok(rv_spec_load(&spec, dir, &rv_gpus_spec_extra, &err) == 0 && !json_object_get(spec.root, "mounts"), "a plain spec: mounts not loaded");
     rv_spec_free(&spec);
     char path[500];
     snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -167,7 +167,7 @@ static void test_load(void)
         fputs(vm, f);
         fclose(f);
     }
-    ok(rv_spec_load(&spec, dir, &err) == 0 && json_is_array(json_object_get(spec.root, "mounts")) &&
+    ok(rv_spec_load(&spec, dir, &rv_gpus_spec_extra, &err) == 0 && json_is_array(json_object_get(spec.root, "mounts")) &&
        rv_gpus_count(spec.root, dev, why, sizeof(why)) == 1, "the volume-mounts strategy: loaded, counted (%s)", why);
     rv_spec_free(&spec);
 }

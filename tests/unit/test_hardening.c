@@ -23,7 +23,7 @@ int main(void)
     const char *bad[] = { "[]", "[1,{\"a\":[2]}]", "{\"process\":[]}", "{\"linux\":1}",
                           "{\"annotations\":\"x\"}", "7" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ok(rv_spec_parse(&spec, bad[i], strlen(bad[i]), &err) < 0 && spec.root == NULL,
+        ok(rv_spec_parse(&spec, bad[i], strlen(bad[i]), NULL, &err) < 0 && spec.root == NULL,
            "rv_spec_parse(%s) fails holding no document", bad[i]);
         rv_spec_free(&spec);
     }

@@ -1,6 +1,7 @@
 /* test_lxcfs.c - LXCFS candidates, liveness probe, process start time. */
 #define _GNU_SOURCE
 #include "resview/lxcfs.h"
+#include "resview/proc.h"
 #include "unit.h"
 
 #include <fcntl.h>

@@ -1,0 +1,37 @@
+/* proc.h - what resview reads of a process in /proc: its cgroups (one parser
+ * of /proc/PID/cgroup for every caller: limits, the FUSE broker, hostexec,
+ * the node agent) and its start time (to pin a /proc/PID directory). */
+#ifndef RESVIEW_PROC_H
+#define RESVIEW_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH": a v1 hierarchy's
+ * comma-separated controllers (or name=NAME), none on the unified hierarchy
+ * ("0::PATH"). The fields point into the text and are not terminated. */
+struct rv_cgroup_line {
+    const char *line;   /* the whole line, without its '\n' */
+    size_t line_len;
+    bool valid;         /* false: the line has no two colons (no fields) */
+    const char *id, *ctrls, *path;
+    size_t id_len, ctrls_len, path_len;
+};
+
+/* The next non-empty line of the text at *at (moved past it); false at its end. */
+bool rv_cgroup_next(const char **at, struct rv_cgroup_line *l);
+/* Whether a valid line is the hierarchy of controller ctrl: ctrl among its
+ * controllers ("cpu" is in "cpu,cpuacct", not in "cpuset"); ctrl NULL: a
+ * hierarchy without controllers (the unified one). */
+bool rv_cgroup_line_is(const struct rv_cgroup_line *l, const char *ctrl);
+/* The first line of the hierarchy of ctrl (as rv_cgroup_line_is) in the text
+ * of /proc/PID/cgroup; false if there is none. */
+bool rv_cgroup_find(const char *text, const char *ctrl, struct rv_cgroup_line *l);
+
+/* Start time of a process (field 22 of /proc/PID/stat, clock ticks since
+ * boot), read through an open /proc/PID directory; -1 if gone. */
+int rv_pid_start_time(int piddir, unsigned long long *start);
+/* Parse the start time out of the text of /proc/PID/stat (tests). */
+int rv_parse_stat_start(const char *text, unsigned long long *start);
+
+#endif

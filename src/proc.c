@@ -1,0 +1,110 @@
+/* proc.c - /proc/PID/cgroup and /proc/PID/stat (proc.h). */
+#define _GNU_SOURCE
+#include "resview/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool rv_cgroup_next(const char **at, struct rv_cgroup_line *l)
+{
+    const char *s = *at, *end, *c1, *c2;
+
+    while (s && *s == '\n')
+        s++;
+    if (!s || !*s) {
+        *at = s;
+        return false;
+    }
+    end = strchr(s, '\n');
+    memset(l, 0, sizeof(*l));
+    l->line = s;
+    l->line_len = end ? (size_t)(end - s) : strlen(s);
+    *at = end ? end + 1 : s + l->line_len;
+    c1 = memchr(s, ':', l->line_len);
+    c2 = c1 ? memchr(c1 + 1, ':', (size_t)(s + l->line_len - c1 - 1)) : NULL;
+    if (!c2)
+        return true;
+    l->valid = true;
+    l->id = s;
+    l->id_len = (size_t)(c1 - s);
+    l->ctrls = c1 + 1;
+    l->ctrls_len = (size_t)(c2 - c1 - 1);
+    l->path = c2 + 1;
+    l->path_len = (size_t)(s + l->line_len - c2 - 1);
+    return true;
+}
+
+bool rv_cgroup_line_is(const struct rv_cgroup_line *l, const char *ctrl)
+{
+    size_t n;
+
+    if (!l->valid)
+        return false;
+    if (!ctrl)
+        return l->ctrls_len == 0;
+    n = strlen(ctrl);
+    for (const char *p = l->ctrls, *end = l->ctrls + l->ctrls_len; p < end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t len = comma ? (size_t)(comma - p) : (size_t)(end - p);
+        if (len == n && memcmp(p, ctrl, n) == 0)
+            return true;
+        p += len + (comma != NULL);
+    }
+    return false;
+}
+
+bool rv_cgroup_find(const char *text, const char *ctrl, struct rv_cgroup_line *l)
+{
+    while (rv_cgroup_next(&text, l))
+        if (rv_cgroup_line_is(l, ctrl))
+            return true;
+    return false;
+}
+
+int rv_parse_stat_start(const char *text, unsigned long long *start)
+{
+    const char *p = strrchr(text, ')');
+    int field = 2;
+
+    if (!p)
+        return -1;
+    p++;
+    /* fields after the command: 3 (state) ... 22 (starttime) */
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        field++;
+        if (field == 22) {
+            char *end;
+            errno = 0;
+            *start = strtoull(p, &end, 10);
+            if (errno || end == p || (*end != ' ' && *end != '\0' && *end != '\n'))
+                return -1;
+            return 0;
+        }
+        while (*p && *p != ' ')
+            p++;
+    }
+    return -1;
+}
+
+int rv_pid_start_time(int piddir, unsigned long long *start)
+{
+    char buf[1024];
+    ssize_t r;
+    int fd = openat(piddir, "stat", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    r = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    return rv_parse_stat_start(buf, start);
+}
