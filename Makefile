@@ -45,7 +45,7 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/static:
 	mkdir -p $@
 
 # Fully static hot-path binaries against musl (exec costs a static glibc
-# program ~4x what it costs a musl one, see README "Performance"). jansson and
+# program ~4x what it costs a musl one, see tests/README.md "Performance"). jansson and
 # libseccomp come from Debian's source packages: `apt-get source` with a
 # private apt configuration under $(MUSL)/apt (deb-src entries for the Debian
 # archive this host's apt is configured with; the host's own sources, lists

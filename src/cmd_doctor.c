@@ -255,7 +255,7 @@ static void check_fuse_profile(struct report *r, const struct rv_config *cfg)
             "libseccomp for its architectures", prof);
 }
 
-/* FUSE through the broker (README "FUSE"): the policy, the kernel, the next
+/* FUSE through the broker (profiles/README.md "What the next runtime and the kernel must do"): the policy, the kernel, the next
  * runtime, the FUSE runtime name, running brokers. */
 static void check_fuse(struct report *r, const struct rv_config *cfg)
 {

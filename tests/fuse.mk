@@ -1,6 +1,6 @@
 # FUSE: install the default seccomp profile where resview-runtime looks for it
 # ($(PREFIX)/bin/../share/resview/seccomp.json), and the FUSE runtime name, a
-# symlink (README "FUSE"; FUSE stays off until fuse.allowed is set).
+# symlink (profiles/README.md "Who may ask"; FUSE stays off until fuse.allowed is set).
 .PHONY: install-fuse uninstall-fuse
 install: install-fuse
 uninstall: uninstall-fuse
