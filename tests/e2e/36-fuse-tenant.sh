@@ -3,7 +3,7 @@
 # capability set (CAP_SYS_CHROOT included) and profiles/seccomp.json (chroot
 # allowed): what it controls is its root, its working directory, its own FUSE
 # daemons and their timing, and how often it asks (profiles/README.md "Where a mount may go",
-# "A tenant's file system cannot hold the broker").
+# profiles/README.md "A tenant's file system cannot hold the broker").
 #  1. chroot into /proc, /sys, /dev, /etc, or cd there, and name the target
 #     from there: never a FUSE mount over a view, a mask, cgroupfs, /dev or
 #     an engine file; a later exec reads the LXCFS view. A volume and the
