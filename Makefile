@@ -45,7 +45,7 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/static:
 	mkdir -p $@
 
 # Fully static hot-path binaries against musl (exec costs a static glibc
-# program ~4x what it costs a musl one, see README "Performance"). jansson and
+# program ~4x what it costs a musl one, see tests/README.md "Performance"). jansson and
 # libseccomp come from Debian's source packages: `apt-get source` with a
 # private apt configuration under $(MUSL)/apt (deb-src entries for the Debian
 # archive this host's apt is configured with; the host's own sources, lists
@@ -159,7 +159,7 @@ $(BUILD)/resview-node.tar: $(BINS) $(BUILD)/static/resview-runtime $(BUILD)/stat
 
 # The binaries; the default seccomp profile where resview-runtime looks for it
 # ($(PREFIX)/bin/../share/resview/seccomp.json); the FUSE runtime name, a
-# symlink (README "FUSE"; FUSE stays off until fuse.allowed is set).
+# symlink (profiles/README.md "Who may ask"; FUSE stays off until fuse.allowed is set).
 install: all static
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/resview
 	install -m 0755 $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook $(BUILD)/resview \

@@ -153,7 +153,7 @@ else
     default_config >"$ETC/config.json"
     chmod 0644 "$ETC/config.json"
 fi
-# The FUSE runtime name (README "FUSE"): a symlink; FUSE stays off until
+# The FUSE runtime name (profiles/README.md "Who may ask"): a symlink; FUSE stays off until
 # fuse.allowed is set and an engine runtime entry names it.
 run ln -sfn resview-runtime "$BIN/resview-runtime-fuse"
 if [ -e hooks/systemd/resview-watch.service ]; then

@@ -240,7 +240,7 @@ void rv_broker_report(const struct rv_config *cfg, const char *id)
     if (rv_read_small(path, note, sizeof(note)) < 0)
         return;
     unlink(path);
-    rv_log(RV_WARN, "delete: the FUSE broker %s at exit: %s (README \"FUSE\": a tenant's file "
+    rv_log(RV_WARN, "delete: the FUSE broker %s at exit: %s (profiles/README.md \"The broker's life\": a tenant's file "
            "system that did not answer)", sock, note);
 }
 

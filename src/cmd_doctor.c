@@ -296,7 +296,8 @@ static void check_fuse_held(struct report *r, const struct rv_config *cfg)
         cfg->fuse_max_mounts_node, most);
 }
 
-/* FUSE through the broker (README "FUSE"): the policy, the kernel, the next
+/* FUSE through the broker (profiles/README.md "What the next runtime and the kernel must do"):
+ * the policy, the kernel, the next
  * runtime, the FUSE runtime name, running brokers. */
 static void check_fuse(struct report *r, const struct rv_config *cfg)
 {

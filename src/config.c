@@ -380,7 +380,7 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                               &cfg->fuse_max_mounts_node);
                 else if (strcmp(k2, "apparmor_profile") == 0)
                     warn(cfg, "fuse.apparmor_profile: no longer used (FUSE goes through the "
-                         "mount broker, README \"FUSE\"); remove it");
+                         "mount broker, profiles/README.md \"Why a broker\"); remove it");
                 else if (strcmp(k2, "seccomp_profile") == 0)
                     get_string(cfg, v2, "fuse.seccomp_profile", cfg->seccomp_profile,
                                sizeof(cfg->seccomp_profile));

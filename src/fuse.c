@@ -1,4 +1,4 @@
-/* fuse.c - FUSE with zero added capabilities (DESIGN.md section 4).
+/* fuse.c - FUSE with zero added capabilities (profiles/README.md).
  *
  * Who may ask (rv_fuse_wanted): fuse.allowed is the master switch; then the
  * annotation resview.io/fuse: "true" (Kubernetes through containerd's
@@ -210,7 +210,7 @@ int rv_fuse_wanted(json_t *root, const struct rv_config *cfg, bool fuse_runtime,
     if (!fuse_runtime && ann != 1)
         return rv_fail(err, 0, "FUSE was requested by RESVIEW_FUSE=1 in the container's environment, "
                        "which the image controls: ask with the annotation %s=\"true\" or the "
-                       "runtime %s (README, FUSE)", RV_ANN_FUSE, RV_FUSE_RUNTIME_NAME);
+                       "runtime %s (profiles/README.md \"Who may ask\")", RV_ANN_FUSE, RV_FUSE_RUNTIME_NAME);
     if (cfg->n_fuse_namespaces > 0) {
         bool listed = false;
         ns = k8s_namespace(root);

@@ -1,4 +1,4 @@
-/* seccomp.c - seccomp rules for FUSE containers (DESIGN.md section 4).
+/* seccomp.c - seccomp rules for FUSE containers (profiles/README.md "The seccomp profile").
  *
  * A FUSE container gets no capability. The engine's seccomp profile stays in
  * force; the grant touches only the system calls it is about:

@@ -1,4 +1,4 @@
-/* broker.h - the FUSE mount broker (README "FUSE"): one small process per
+/* broker.h - the FUSE mount broker (profiles/README.md "The broker's life"): one small process per
  * FUSE container, started by the shim at create/run before it execs the next
  * runtime. The runtime hands it the container's seccomp notify fds over a unix
  * socket (linux.seccomp.listenerPath); it answers every mount(2), umount(2)

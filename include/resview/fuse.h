@@ -1,5 +1,5 @@
-/* fuse.h - FUSE with zero added capabilities (DESIGN.md section 4, README
- * "FUSE"): who may ask, and the spec edits that route the container's
+/* fuse.h - FUSE with zero added capabilities (profiles/README.md
+ * "Who may ask"): who may ask, and the spec edits that route the container's
  * mount(2)/umount2(2) to its broker (broker.h). The spec editor (edit.c)
  * calls rv_fuse_wanted and rv_fuse_apply_host; the shim probes the next
  * runtime and sets the listener. */
@@ -60,7 +60,7 @@ int rv_fuse_set_listener(json_t *root, const char *path, const char *metadata,
 const char *rv_fuse_listener(json_t *root);
 
 /* The engine's volumes in a spec: the host sources of its bind mounts that
- * a FUSE mount may go on (README "FUSE", where a mount may go): a bind whose
+ * a FUSE mount may go on (profiles/README.md "Where a mount may go"): a bind whose
  * destination is not /, not in /proc, /sys or /dev, not the engine's
  * /etc/hosts, /etc/hostname or /etc/resolv.conf, not masked or read-only by
  * linux.maskedPaths/readonlyPaths, and whose source no such excluded mount

@@ -1,4 +1,4 @@
-/* seccomp.h - the seccomp part of the FUSE grant (DESIGN.md section 4):
+/* seccomp.h - the seccomp part of the FUSE grant (profiles/README.md "The seccomp profile"):
  * mount calls to the broker, in an engine's OCI seccomp profile or the
  * project's default profile, and a check of syscall names against libseccomp
  * (used by `resview doctor`). */

@@ -6,7 +6,7 @@
  * memory 48 times and faulted the same pages in again, and on a VM a page
  * fault or a syscall is expensive (~10 us per fault here). With this
  * allocator a create on tests/samples/k8s-spec.json makes 88 syscalls instead
- * of 136 (README "Performance").
+ * of 136 (tests/README.md "Performance").
  *
  * How: power-of-two size classes from 16 B to 64 KiB, carved from 256 KiB
  * chunks that are never returned; a freed block goes on its class's list and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# FUSE (README "FUSE"), three figures, no thresholds:
+# FUSE (profiles/README.md "Cost"), three figures, no thresholds:
 # 1. the start latency a FUSE container adds (interleaved medians): plain runc;
 #    runc with docker's profile shape (runc's own cost of a seccomp filter);
 #    resview without a request; resview with the request on a spec without

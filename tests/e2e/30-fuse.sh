@@ -1,5 +1,5 @@
 #!/bin/bash
-# FUSE with zero added capabilities (README "FUSE"), through resview-runtime
+# FUSE with zero added capabilities (profiles/README.md), through resview-runtime
 # with real runc and crun, no privileged anywhere:
 # - a container that may have FUSE mounts a real FUSE file system (bindfs),
 #   reads and writes through it, unmounts it with umount and fusermount3 -u;

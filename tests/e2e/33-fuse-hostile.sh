@@ -1,5 +1,5 @@
 #!/bin/bash
-# A hostile tenant against its FUSE broker (README "FUSE", "Hardening"), under
+# A hostile tenant against its FUSE broker (profiles/README.md "What the broker does", tests/README.md "Hostile tenants"), under
 # runc and crun: a static probe inside the container tries every other file
 # system type, bind/move/remount/propagation flags, unmounting every mount the
 # runtime made (/proc, masked and read-only paths), targets in /, /proc, /sys,

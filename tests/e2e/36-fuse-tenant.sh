@@ -2,8 +2,8 @@
 # A hostile tenant against its FUSE broker, under runc and crun, with docker's
 # capability set (CAP_SYS_CHROOT included) and profiles/seccomp.json (chroot
 # allowed): what it controls is its root, its working directory, its own FUSE
-# daemons and their timing, and how often it asks (README "FUSE", where a
-# mount may go, what a tenant's file system cannot do to the broker).
+# daemons and their timing, and how often it asks (profiles/README.md "Where a mount may go",
+# profiles/README.md "A tenant's file system cannot hold the broker").
 #  1. chroot into /proc, /sys, /dev, /etc, or cd there, and name the target
 #     from there: never a FUSE mount over a view, a mask, cgroupfs, /dev or
 #     an engine file; a later exec reads the LXCFS view. A volume and the

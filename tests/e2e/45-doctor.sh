@@ -73,7 +73,7 @@ rv_config "$T/sc3.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$
 out=$(RESVIEW_CONFIG=$T/sc3.json "$CLI" doctor 2>&1)
 t_contains "an unknown syscall name in the profile is reported" "$out" "unknown syscall \`no_such_call_xyz\`"
 
-# FUSE (README "FUSE"): off by default; when allowed, the kernel, the next
+# FUSE (profiles/README.md "What the next runtime and the kernel must do"): off by default; when allowed, the kernel, the next
 # runtime's listener support, the FUSE runtime name, running brokers.
 rv_config "$T/nofuse.json"
 out=$(RESVIEW_CONFIG=$T/nofuse.json "$CLI" doctor 2>&1)

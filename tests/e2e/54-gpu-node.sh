@@ -376,7 +376,7 @@ t_eq "…NVIDIA's runtime configuration not edited (not needed)" "$(first_runtim
 check_pods "toolkit 1.13 on its defaults first, resview second" yes
 
 # 2b. the toolkit restarted (its pod: cleanup, then setup), configured as
-# README "GPU nodes" says: CONTAINERD_SET_AS_DEFAULT=false, or its runtime
+# hooks/kubernetes/README.md "GPU nodes" says: CONTAINERD_SET_AS_DEFAULT=false, or its runtime
 # running resview next (NVIDIA_CONTAINER_RUNTIME_RUNTIMES)
 toolkit "toolkit 1.13 pod stops (cleanup)" cleanup 1.13 "$CFG"
 t_eq "…resview the default" "$(cri_default)" "resview"

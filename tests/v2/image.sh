@@ -1,5 +1,5 @@
 #!/bin/bash
-# Build the cgroup v2 test guest (README "Testing"): Debian 12 from Debian's
+# Build the cgroup v2 test guest (tests/README.md "On cgroup v1 and v2"): Debian 12 from Debian's
 # archive (debootstrap), Debian's own kernel, systemd on the unified hierarchy,
 # and the packages the e2e suites need (tests/deps.d/*.txt less the build and
 # fuzzing tools). Cached in build/v2/ and rebuilt when this script or a package
