@@ -81,9 +81,12 @@ t_contains "the JSON log line carries the message" "$(jq -r .msg "$T/engine.log"
 t_contains "text --log gets logrus-style lines" "$(cat "$T/engine.txt")" 'level=error msg="'
 t_contains "the event log names the container" "$(cat "$T/resview.log")" "id=x1"
 
-# Hostile text in the message (a bundle path the engine passes on): escaped
-# exactly as runc's own logrus does, in both formats; compared with the real
-# runc, whose error names the same path.
+# Hostile text in the message (a bundle path the engine passes on): every
+# byte outside printable ASCII escaped first (\xHH, a backslash as \\, as in
+# every log line of ours), then quoted exactly as runc's own logrus does, in
+# both formats; compared with the real runc, whose error names the path that
+# reads as our escaped text.
+esc() { python3 -c 'import sys; sys.stdout.write("".join(chr(c) if 0x20 <= c <= 0x7e and c != 0x5c else "\\\\" if c == 0x5c else "\\x%02x" % c for c in sys.argv[1].encode("utf-8", "surrogateescape")))' "$1"; }
 hostile=('q"uote level=info msg="forged' $'new\nline\r\ttab' 'back\\slash<&>' $'ctl\x01\x1b[0m\x7f'
          $'utf8 caf\u00e9 \U0001F600' $'bytes \xff\xc0\xaf' $'spaces\u00a0\u2028\u202e\U000E0001')
 i=0
@@ -91,7 +94,7 @@ for h in "${hostile[@]}"; do
     i=$((i + 1)); b=$T/nope/$h
     for fmt in text json; do
         rm -f "$T/runc.$fmt" "$T/ours.$fmt"
-        runc --root "$T/runc-root" --log "$T/runc.$fmt" --log-format $fmt create --bundle "$b" h$i 2>/dev/null
+        runc --root "$T/runc-root" --log "$T/runc.$fmt" --log-format $fmt create --bundle "$T/nope/$(esc "$h")" h$i 2>/dev/null
         "$RUNTIME" --root "$T/runc-root" --log "$T/ours.$fmt" --log-format $fmt create --bundle "$b" h$i 2>/dev/null
         theirs=$(LC_ALL=C sed -n 's/.*chdir \(.*\): no such file or directory.*/\1/p' "$T/runc.$fmt")
         ours=$(LC_ALL=C sed -n 's/.*bundle `\(.*\)`: No such file or directory.*/\1/p' "$T/ours.$fmt")
