@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "resview/hook.h"
 #include "resview/bounded.h"
-#include "resview/edit.h"
 #include "resview/enroot_env.h"
 #include "resview/envvars.h"
 #include "resview/limits.h"
