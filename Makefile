@@ -14,13 +14,15 @@ HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
 OPT      ?= -O2 -g
 CFLAGS   ?=
 LDFLAGS  ?=
-ALL_CFLAGS  = -std=gnu11 $(OPT) $(WARN) $(HARDEN) -Iinclude -DRV_VERSION=\"$(VERSION)\" \
+ALL_CFLAGS  = -std=gnu11 $(OPT) $(WARN) $(HARDEN) -Iinclude -Isrc -DRV_VERSION=\"$(VERSION)\" \
               $(shell pkg-config --cflags $(PKGS_CLI) 2>/dev/null) $(CFLAGS)
 ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now -Wl,--gc-sections $(LDFLAGS)
 LIBS_HOT    = $(shell pkg-config --libs $(PKGS_HOT) 2>/dev/null)
 LIBS_CLI    = $(shell pkg-config --libs $(PKGS_CLI) 2>/dev/null)
 
-LIB_SRCS := $(wildcard src/*.c)
+# src/<subsystem>/*.c (src/README.md); src/bin/ holds the mains
+LIB_SRCS := $(filter-out src/bin/%,$(wildcard src/*/*.c))
+HDRS     := $(wildcard include/resview/*.h src/*/*.h)
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 BINS     := $(BUILD)/resview-runtime $(BUILD)/resview-hook $(BUILD)/resview
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -29,9 +31,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 .PHONY: all static deps check unit e2e e2e-v2 demo bench install uninstall clean fuzz image
 all: $(BINS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/resview/*.h) | $(BUILD)/obj
+$(BUILD)/obj/%.o: src/%.c $(HDRS) | $(BUILD)/obj
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -ffunction-sections -fdata-sections -c -o $@ $<
-$(BUILD)/obj/bin-%.o: src/bin/%.c $(wildcard include/resview/*.h) | $(BUILD)/obj
+$(BUILD)/obj/bin-%.o: src/bin/%.c $(HDRS) | $(BUILD)/obj
 	$(CC) $(ALL_CFLAGS) -ffunction-sections -fdata-sections -c -o $@ $<
 $(BUILD)/libresview.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -54,7 +57,7 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/static:
 MUSL        := $(BUILD)/musl
 MUSL_PREFIX := $(MUSL)/prefix
 MUSL_CFLAGS  = -std=gnu11 $(OPT) $(WARN) -fstack-protector-strong -fPIE -isystem $(MUSL)/include \
-               -I$(MUSL_PREFIX)/include -Iinclude -DRV_VERSION=\"$(VERSION)\" $(CFLAGS)
+               -I$(MUSL_PREFIX)/include -Iinclude -Isrc -DRV_VERSION=\"$(VERSION)\" $(CFLAGS)
 MUSL_LIBS   := $(MUSL_PREFIX)/lib/libseccomp.a $(MUSL_PREFIX)/lib/libjansson.a
 MUSL_SRCS   := $(filter-out $(shell grep -l '<libmount.h>' $(LIB_SRCS)),$(LIB_SRCS))
 MUSL_OBJS   := $(MUSL_SRCS:src/%.c=$(MUSL)/obj/%.o)
@@ -68,9 +71,10 @@ $(BUILD)/static/%: $(MUSL)/obj/bin-%.o $(MUSL)/obj/bin-alloc.o $(MUSL)/libresvie
 	musl-gcc -static -Wl,-z,relro,-z,now -Wl,--gc-sections -o $@ $^
 $(MUSL)/libresview.a: $(MUSL_OBJS)
 	rm -f $@ && ar rcs $@ $^
-$(MUSL)/obj/%.o: src/%.c $(wildcard include/resview/*.h) $(MUSL_LIBS) $(MUSL)/include/.done | $(MUSL)/obj
+$(MUSL)/obj/%.o: src/%.c $(HDRS) $(MUSL_LIBS) $(MUSL)/include/.done | $(MUSL)/obj
+	@mkdir -p $(@D)
 	musl-gcc $(MUSL_CFLAGS) -ffunction-sections -fdata-sections -c -o $@ $<
-$(MUSL)/obj/bin-%.o: src/bin/%.c $(wildcard include/resview/*.h) $(MUSL_LIBS) $(MUSL)/include/.done | $(MUSL)/obj
+$(MUSL)/obj/bin-%.o: src/bin/%.c $(HDRS) $(MUSL_LIBS) $(MUSL)/include/.done | $(MUSL)/obj
 	musl-gcc $(MUSL_CFLAGS) -ffunction-sections -fdata-sections -c -o $@ $<
 $(MUSL)/obj:
 	mkdir -p $@

@@ -9,7 +9,7 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := $(BUILD)/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS  := -std=gnu11 -O1 -g $(filter-out -Werror -Wformat-truncation=0,$(WARN)) -Iinclude -DRV_VERSION=\"$(VERSION)\" \
+FUZZ_CFLAGS  := -std=gnu11 -O1 -g $(filter-out -Werror -Wformat-truncation=0,$(WARN)) -Iinclude -Isrc -DRV_VERSION=\"$(VERSION)\" \
                 $(shell pkg-config --cflags $(PKGS_CLI) 2>/dev/null)
 FUZZ_SRCS    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS    := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
@@ -22,7 +22,8 @@ fuzz: fuzz-build
 
 $(FUZZ_BUILD)/obj:
 	mkdir -p $@
-$(FUZZ_BUILD)/obj/%.o: src/%.c $(wildcard include/resview/*.h) | $(FUZZ_BUILD)/obj
+$(FUZZ_BUILD)/obj/%.o: src/%.c $(HDRS) | $(FUZZ_BUILD)/obj
+	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
 $(FUZZ_BUILD)/libresview.a: $(FUZZ_OBJS)
 	rm -f $@ && ar rcs $@ $^

@@ -6,6 +6,8 @@
 #ifndef RESVIEW_ARGS_H
 #define RESVIEW_ARGS_H
 
+#include "resview/limits.h"
+
 #include <stdbool.h>
 
 enum rv_dialect {
@@ -39,5 +41,8 @@ static inline bool rv_args_edits_bundle(const struct rv_args *a)
     return a->valid && a->sub &&
            (__builtin_strcmp(a->sub, "create") == 0 || __builtin_strcmp(a->sub, "run") == 0);
 }
+
+/* The rule of the runtime that places the container, by its name (crun*: crun's). */
+enum rv_cg_rule rv_cg_rule_of(const char *runtime);
 
 #endif

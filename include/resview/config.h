@@ -13,6 +13,7 @@
 #define RV_MAX_FUSE_NAMESPACES 32
 #define RV_FUSE_MAX_MOUNTS_DEFAULT 64   /* fuse.max_mounts */
 #define RV_FUSE_MAX_MOUNTS_NODE_DEFAULT 4096   /* fuse.max_mounts_node */
+#define RV_FUSE_MAX_MOUNTS_NODE_MAX 65536u     /* the node's table holds that many */
 
 enum rv_level { RV_ERROR = 0, RV_WARN, RV_INFO, RV_DEBUG };
 enum rv_rounding { RV_ROUND_CEIL = 0, RV_ROUND_FLOOR, RV_ROUND_NEAREST };

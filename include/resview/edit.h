@@ -6,9 +6,6 @@
 #include "resview/fuse.h"
 #include "resview/limits.h"
 
-#define RV_ANN_LXCFS "resview.io/lxcfs"
-#define RV_ANN_ENV "resview.io/env"
-
 struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;

@@ -16,12 +16,13 @@
 #ifndef RESVIEW_FUSE_HELD_H
 #define RESVIEW_FUSE_HELD_H
 
+#include "resview/config.h"
 #include "resview/util.h"
 
 #include <stdint.h>
 
 #define RV_HELD_FILE "held"          /* <state_dir>/fuse/held, mode 0600 */
-#define RV_HELD_CAPACITY 65536u      /* entries; fuse.max_mounts_node at most */
+#define RV_HELD_CAPACITY RV_FUSE_MAX_MOUNTS_NODE_MAX   /* entries */
 #define RV_HELD_ID_MAX 72            /* a longer id: its start and a hash */
 #define RV_HELD_LOCK_MS 1000         /* longer: the table is busy (EAGAIN) */
 

@@ -39,8 +39,6 @@ struct rv_limits {
 };
 
 void rv_host_defaults(struct rv_host *h);
-/* The rule of the runtime that places the container, by its name (crun*: crun's). */
-enum rv_cg_rule rv_cg_rule_of(const char *runtime);
 /* systemd_hint: the runtime was given --systemd-cgroup. */
 int rv_limits_compute(json_t *spec, const struct rv_host *h, enum rv_rounding rounding,
                       bool systemd_hint, struct rv_limits *out, struct rv_error *err);

@@ -64,6 +64,10 @@ json_t *rv_spec_env(json_t *root, struct rv_error *err);
 /* Value of NAME in a process env array, NULL if unset. */
 const char *rv_env_get(json_t *env, const char *name);
 
+/* The per-container requests (hooks/README.md "Per-container requests"). */
+#define RV_ANN_LXCFS "resview.io/lxcfs"
+#define RV_ANN_ENV "resview.io/env"
+
 /* Per-container request: annotation (true/false) or env var (1/0).
  * Returns 1 (on), 0 (off), -1 (not asked), -2 invalid (err filled). */
 int rv_spec_request(json_t *root, const char *annotation, const char *envvar,

@@ -1,7 +1,7 @@
 /* The environments of an enroot hook: ENROOT_ENVIRON read as enroot reads it,
  * the job's environment, requests from both, and what is appended. */
 #define _GNU_SOURCE
-#include "resview/enroot_env.h"
+#include "lxcfs/enroot_env.h"
 #include "resview/spec.h"
 #include "unit.h"
 

@@ -2,8 +2,8 @@
  * integrity check, pruning and removal; the cgroup directories a host
  * command moves into; the protobuf reader and the CRI client's deadline. */
 #define _GNU_SOURCE
-#include "resview/cri.h"
-#include "resview/hostexec.h"
+#include "node/cri.h"
+#include "node/hostexec.h"
 #include "resview/node.h"
 #include "unit.h"
 

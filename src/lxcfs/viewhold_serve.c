@@ -5,7 +5,7 @@
 #include "resview/viewhold.h"
 #include "resview/bounded.h"
 #include "resview/log.h"
-#include "resview/syscalls.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>

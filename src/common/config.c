@@ -1,7 +1,6 @@
 /* config.c - configuration file with defaults; bad keys warn, never crash. */
 #define _GNU_SOURCE
 #include "resview/config.h"
-#include "resview/fuse_held.h"
 #include "resview/json.h"
 
 #include <errno.h>
@@ -376,7 +375,7 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                 else if (strcmp(k2, "max_mounts") == 0)
                     get_count(cfg, v2, "fuse.max_mounts", 100000, &cfg->fuse_max_mounts);
                 else if (strcmp(k2, "max_mounts_node") == 0)
-                    get_count(cfg, v2, "fuse.max_mounts_node", RV_HELD_CAPACITY,
+                    get_count(cfg, v2, "fuse.max_mounts_node", RV_FUSE_MAX_MOUNTS_NODE_MAX,
                               &cfg->fuse_max_mounts_node);
                 else if (strcmp(k2, "apparmor_profile") == 0)
                     warn(cfg, "fuse.apparmor_profile: no longer used (FUSE goes through the "

@@ -1,6 +1,6 @@
 /* hostexec.c - run a command as a process of the host (hostexec.h). */
 #define _GNU_SOURCE
-#include "resview/hostexec.h"
+#include "hostexec.h"
 #include "resview/proc.h"
 
 #include <errno.h>

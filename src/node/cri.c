@@ -9,7 +9,7 @@
  * before the stream ends; a trailers-only reply (any gRPC error), RST_STREAM
  * or GOAWAY is a failure. */
 #define _GNU_SOURCE
-#include "resview/cri.h"
+#include "cri.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -3,7 +3,7 @@
 #include "resview/inject.h"
 #include "resview/bounded.h"
 #include "resview/proc.h"
-#include "resview/syscalls.h"
+#include "syscalls.h"
 #include "resview/viewhold.h"
 
 #include <errno.h>

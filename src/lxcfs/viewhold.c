@@ -2,7 +2,7 @@
  * the set on the wire, and the hook's side. */
 #define _GNU_SOURCE
 #include "resview/viewhold.h"
-#include "resview/syscalls.h"
+#include "syscalls.h"
 
 #include <errno.h>
 #include <fcntl.h>

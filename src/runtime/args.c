@@ -19,6 +19,7 @@
  * tests/unit/test_args.c checks them against the installed runc and crun. */
 #define _GNU_SOURCE
 #include "resview/args.h"
+#include "resview/limits.h"
 
 #include <string.h>
 
@@ -477,4 +478,9 @@ void rv_args_parse(int argc, char *const argv[], enum rv_dialect d, struct rv_ar
         a->bundle = a->config = a->process = a->id = NULL;
     if (a->bundle && !*a->bundle)
         a->bundle = NULL; /* both take "" for the working directory */
+}
+
+enum rv_cg_rule rv_cg_rule_of(const char *runtime)
+{
+    return rv_args_dialect(runtime) == RV_DIALECT_CRUN ? RV_CG_CRUN : RV_CG_RUNC;
 }

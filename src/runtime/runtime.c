@@ -6,7 +6,7 @@
 #include "resview/chain.h"
 #include "resview/fuse.h"
 #include "resview/log.h"
-#include "resview/shim.h"
+#include "shim.h"
 #include "resview/state.h"
 
 #include <errno.h>

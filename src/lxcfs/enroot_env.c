@@ -1,6 +1,6 @@
 /* enroot_env.c - the job's and the container's environments of an enroot hook. */
 #define _GNU_SOURCE
-#include "resview/enroot_env.h"
+#include "enroot_env.h"
 #include "resview/spec.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* cmd_env.c - `resview env`: what a container would get, and which limit won. */
 #define _GNU_SOURCE
+#include "resview/args.h"
 #include "resview/cli.h"
 #include "resview/edit.h"
 #include "resview/gpus.h"

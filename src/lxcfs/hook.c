@@ -2,8 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/hook.h"
 #include "resview/bounded.h"
-#include "resview/edit.h"
-#include "resview/enroot_env.h"
+#include "enroot_env.h"
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"

@@ -2,7 +2,7 @@
  * supervision of LXCFS and `resview watch` (node_agent.h). */
 #define _GNU_SOURCE
 #include "resview/node_agent.h"
-#include "resview/hostexec.h"
+#include "hostexec.h"
 #include "resview/lxcfs.h"
 
 #include <errno.h>

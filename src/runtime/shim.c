@@ -1,6 +1,6 @@
 /* shim.c - bundle edits at create, variables for exec sessions. */
 #define _GNU_SOURCE
-#include "resview/shim.h"
+#include "shim.h"
 #include "resview/broker.h"
 #include "resview/chain.h"
 #include "resview/edit.h"

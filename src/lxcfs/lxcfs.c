@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/lxcfs.h"
 #include "resview/bounded.h"
-#include "resview/syscalls.h"
+#include "syscalls.h"
 
 #include <dirent.h>
 #include <errno.h>

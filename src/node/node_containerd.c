@@ -2,10 +2,10 @@
  * restart only when the running containerd lacks it (node_containerd.h). */
 #define _GNU_SOURCE
 #include "resview/node_containerd.h"
-#include "resview/cri.h"
+#include "cri.h"
 #include "resview/engine.h"
 #include "resview/engine_toml.h"
-#include "resview/hostexec.h"
+#include "hostexec.h"
 #include "resview/json.h"
 #include "resview/node_agent.h"
 #include "resview/sys.h"

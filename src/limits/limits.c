@@ -1,7 +1,6 @@
 /* limits.c - cpus, mem_mib and gpus from the spec and the ancestor cgroups. */
 #define _GNU_SOURCE
 #include "resview/limits.h"
-#include "resview/args.h"
 #include "resview/gpus.h"
 #include "resview/proc.h"
 #include "resview/spec.h"
@@ -25,11 +24,6 @@ void rv_host_defaults(struct rv_host *h)
     h->cg_rule = RV_CG_RUNC;
     strcpy(h->cpu_online, "/sys/devices/system/cpu/online");
     strcpy(h->dev_dir, "/dev");
-}
-
-enum rv_cg_rule rv_cg_rule_of(const char *runtime)
-{
-    return rv_args_dialect(runtime) == RV_DIALECT_CRUN ? RV_CG_CRUN : RV_CG_RUNC;
 }
 
 int rv_cpulist_count(const char *s)
