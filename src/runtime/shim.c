@@ -1,9 +1,11 @@
-/* shim.c - bundle edits at create, variables for exec sessions. */
+/* shim.c - bundle edits at create, variables for exec sessions (their CPU
+ * and memory values as the container's cgroups give them at the exec). */
 #define _GNU_SOURCE
 #include "shim.h"
 #include "resview/broker.h"
 #include "resview/chain.h"
 #include "resview/edit.h"
+#include "resview/envvars.h"
 #include "resview/fuse.h"
 #include "resview/gpus.h"
 #include "resview/log.h"
@@ -15,6 +17,7 @@
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The variables exec sessions must see: those we injected now, and those an
  * earlier resview in the same chain injected (same value, now "kept"). */
@@ -157,6 +160,78 @@ out:
     return r;
 }
 
+/* The pid of the container's init from the state the next runtime keeps
+ * (runc: <root>/<id>/state.json, init_process_pid; crun: <root>/<id>/status,
+ * pid); 0 when unknown. */
+static pid_t init_pid(const char *root, const char *id)
+{
+    static const struct { const char *file, *key; } where[] = {
+        { "state.json", "init_process_pid" }, { "status", "pid" },
+    };
+    char p[PATH_MAX];
+
+    for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+        cleanup_free char *text = NULL;
+        cleanup_json json_t *st = NULL;
+        struct rv_error e;
+        struct stat sb;
+        size_t len;
+        json_int_t pid;
+        if (rv_snprintf(p, sizeof(p), "%s/%s/%s", root, id, where[i].file) < 0 ||
+            rv_read_file_at(AT_FDCWD, p, RV_SPEC_MAX, &text, &len, &sb, &e) < 0 ||
+            rv_json_parse(text, len, p, &st, &e) < 0)
+            continue;
+        pid = json_integer_value(json_object_get(st, where[i].key));
+        if (pid > 0 && pid <= INT32_MAX)
+            return (pid_t)pid;
+    }
+    return 0;
+}
+
+/* An update (an in-place pod resize, docker update, runc update, which need
+ * not pass through us) may have changed the container's limits since create:
+ * the recorded variables that come from its CPUs and memory get the values
+ * its init's cgroups give now. Left as recorded when those cannot be read. */
+static void refresh_pairs(const struct rv_config *cfg, json_t *rec, const char *id, json_t *pairs)
+{
+    const char *root = json_string_value(json_object_get(rec, "runtime_root"));
+    cleanup_json json_t *spec = json_object(), *none = json_array();
+    struct rv_env_plan plan;
+    struct rv_limits lim;
+    struct rv_host host;
+    struct rv_error err;
+    json_t *v;
+    size_t i;
+    pid_t pid;
+
+    if (!root || !spec || !none || (pid = init_pid(root, id)) == 0)
+        return;
+    rv_host_defaults(&host);
+    snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%d/cgroup", (int)pid);
+    host.cg_rule = RV_CG_OWN;
+    if (rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0) {
+        rv_log(RV_DEBUG, "exec: the container's limits now: %s (the recorded values are used)", err.msg);
+        return;
+    }
+    /* no GPU from an empty spec: those variables keep their recorded value */
+    rv_env_plan(cfg, &lim, none, &plan);
+    json_array_foreach(pairs, i, v) {
+        const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+        for (int k = 0; eq && k < plan.n; k++) {
+            char pair[96];
+            if (plan.items[k].status != RV_VAR_INJECT || strlen(plan.items[k].name) != (size_t)(eq - kv) ||
+                strncmp(plan.items[k].name, kv, (size_t)(eq - kv)) != 0)
+                continue;
+            snprintf(pair, sizeof(pair), "%s=%s", plan.items[k].name, plan.items[k].value);
+            if (strcmp(pair, kv) != 0) {
+                rv_log(RV_INFO, "exec: %s now (was %s): the container's limits changed", pair, kv);
+                json_array_set_new(pairs, i, json_string(pair));
+            }
+            break;
+        }
+    }
+}
+
 int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err)
 {
     cleanup_json json_t *rec = NULL, *proc = NULL;
@@ -176,6 +251,8 @@ int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv
     pairs = json_is_object(rec) ? json_object_get(rec, "env") : rec;
     if (!json_is_array(pairs))
         return rv_fail(err, 0, "record of container variables: expected an array");
+    if (json_is_object(rec))
+        refresh_pairs(cfg, rec, a->id, pairs);
     dup = strdup(a->process);
     if (!dup)
         return rv_fail(err, ENOMEM, "exec");

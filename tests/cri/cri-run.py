@@ -8,7 +8,11 @@ stop and remove everything.
 Scenario: {"socket": PATH, "handler": "resview",
            "pod": {"name", "uid", "namespace", "log_dir", "cgroup_parent", "annotations"},
            "containers": [{"name", "image", "command", "annotations",
-                           "cpu_period", "cpu_quota", "memory"}]}
+                           "cpu_period", "cpu_quota", "memory",
+                           "update": {"cpu_period", "cpu_quota", "memory", "exec": CMD}}]}
+"update": once the container runs, UpdateContainerResources (an in-place
+resize, as the kubelet asks it), then ExecSync CMD ("exec_log" in the result),
+then StopContainer.
 The pod uses the host network (no CNI needed)."""
 import json
 import os
@@ -47,6 +51,16 @@ try:
         cid = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=cfg,
                                                            sandbox_config=pod_cfg), timeout=120).container_id
         rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=120)
+        exec_log = None
+        if "update" in c:
+            u = c["update"]
+            rt.UpdateContainerResources(pb.UpdateContainerResourcesRequest(
+                container_id=cid, linux=pb.LinuxContainerResources(
+                    cpu_period=u.get("cpu_period", 0), cpu_quota=u.get("cpu_quota", 0),
+                    memory_limit_in_bytes=u.get("memory", 0))), timeout=60)
+            r = rt.ExecSync(pb.ExecSyncRequest(container_id=cid, cmd=u["exec"], timeout=30), timeout=40)
+            exec_log = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+            rt.StopContainer(pb.StopContainerRequest(container_id=cid, timeout=0), timeout=60)
         st = None
         for _ in range(600):  # readiness poll, up to 60 s
             st = rt.ContainerStatus(pb.ContainerStatusRequest(container_id=cid), timeout=30).status
@@ -60,6 +74,8 @@ try:
             log = "\n".join(line.split(" ", 3)[3] if line.count(" ") >= 3 else line
                             for line in open(path).read().splitlines())
         result[c["name"]] = {"exit_code": st.exit_code, "state": st.state, "log": log, "id": cid}
+        if exec_log is not None:
+            result[c["name"]]["exec_log"] = exec_log
         rt.RemoveContainer(pb.RemoveContainerRequest(container_id=cid), timeout=60)
 finally:
     if pod_id:

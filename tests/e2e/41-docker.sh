@@ -53,6 +53,15 @@ out=$(dk exec "$id" /bin/env 2>&1)
 t_contains "docker exec sees the variables too" "$out" "GOMAXPROCS=2"
 dk rm -f "$id" >/dev/null 2>&1
 
+# docker update (in place): a new docker exec gets the new values
+id=$(dk run -d --cgroup-parent "$ENGINE_CG_PARENT" --runtime resview --cpus 2 -m 1g rvtest:busybox /bin/sleep 300)
+dk update --cpus 1 -m 512m "$id" >/dev/null
+out=$(dk exec "$id" /bin/sh -c 'env; grep MemTotal /proc/meminfo' 2>&1)
+t_contains "docker update --cpus 1 -m 512m: a new docker exec reads GOMAXPROCS=1" "$out" "GOMAXPROCS=1"
+t_contains "docker update: ... SLURM_MEM_PER_NODE=512" "$out" "SLURM_MEM_PER_NODE=512"
+t_contains "docker update: ... and /proc/meminfo shows 512 MiB" "$out" "524288 kB"
+dk rm -f "$id" >/dev/null 2>&1
+
 t_ok "configure --set-as-default" "$CLI" configure --engine=docker --config "$T/daemon.json" --runtime-path "$RUNTIME" --set-as-default
 kill -HUP "$DOCKERD_PID"
 wait_for sh -c "$DOCKER -H unix://$DOCKER_SOCK info 2>/dev/null | grep -q 'Default Runtime: resview'"

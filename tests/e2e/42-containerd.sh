@@ -75,6 +75,20 @@ t_contains "that container did run" "$(jq -r '.optout.log' <<<"$res")" "PATH="
 t_contains "CRI annotation resview.io/fuse=true: /dev/fuse" "$(jq -r '.fuse.log' <<<"$res")" "has-fuse"
 t_contains "CRI annotation resview.io/fuse=true: no capability added (the broker mounts)" "$(jq -r '.fuse.log' <<<"$res")" "sysadmin=0"
 
+# In-place resize: UpdateContainerResources from 2 CPUs / 2 GiB to 1 CPU / 512 MiB,
+# as the kubelet asks it; a new exec session gets the new values (no LXCFS
+# here: the views follow the cgroup by themselves, 38-resize and 41-docker).
+rsz='[{"name": "r", "image": "'$IMG'", "command": ["/bin/sleep", "300"],
+       "cpu_period": 100000, "cpu_quota": 200000, "memory": 2147483648,
+       "update": {"cpu_period": 100000, "cpu_quota": 100000, "memory": 536870912,
+                  "exec": ["/bin/sh", "-c", "env; grep MemTotal /proc/meminfo"]}}]'
+scenario resize '{}' "$rsz" >"$T/resize.json"
+mkdir -p "$T/podlogs/resize"
+res=$($PY "$TOP/tests/cri/cri-run.py" "$T" "$T/resize.json" 2>>"$T/cri.err")
+ex=$(jq -r '.r.exec_log' <<<"$res" 2>/dev/null)
+t_contains "CRI UpdateContainerResources to 1 CPU / 512 MiB: a new exec reads GOMAXPROCS=1" "$ex" "GOMAXPROCS=1"
+t_contains "CRI resize: ... SLURM_MEM_PER_NODE=512" "$ex" "SLURM_MEM_PER_NODE=512"
+
 scenario pod2 '{"resview.io/env": "false"}' \
     '[{"name": "c", "image": "'$IMG'", "command": ["/bin/env"], "cpu_period": 100000, "cpu_quota": 150000}]' >"$T/pod2.json"
 mkdir -p "$T/podlogs/pod2"
