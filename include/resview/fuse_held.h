@@ -63,6 +63,10 @@ int rv_held_ino(int fusectl, uint32_t dev, uint64_t *ino);
 /* Under the lock: drop the entries whose file system the kernel freed, of
  * key only, or all when key is NULL. */
 void rv_held_prune(struct rv_held *h, int fusectl, const char *key);
+/* Under the lock: whether one more file system of key fits: 0; 1 when the
+ * container holds max already, 2 when the node holds max_node (file systems
+ * the kernel freed are dropped first, when a cap is met). */
+int rv_held_admit(struct rv_held *h, int fusectl, const char *key, unsigned max, unsigned max_node);
 /* Under the lock: the entries of key, or all when key is NULL. */
 unsigned rv_held_count(const struct rv_held *h, const char *key);
 /* Under the lock: one more; -1 (ENOSPC) when the table is full. */

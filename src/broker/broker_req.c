@@ -676,17 +676,12 @@ static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const stru
     uint32_t dev;
     int r;
 
-    rv_held_prune(ctx->held, ctx->fusectl, ctx->key);
-    if (rv_held_count(ctx->held, ctx->key) >= ctx->max_mounts) {
-        ctx->cap_hit = 1;
+    ctx->cap_hit = rv_held_admit(ctx->held, ctx->fusectl, ctx->key, ctx->max_mounts,
+                                 ctx->max_mounts_node);
+    if (ctx->cap_hit == 1)
         REFUSE("the container holds fuse.max_mounts FUSE file systems", -ENOSPC);
-    }
-    if (rv_held_count(ctx->held, NULL) >= ctx->max_mounts_node)
-        rv_held_prune(ctx->held, ctx->fusectl, NULL);
-    if (rv_held_count(ctx->held, NULL) >= ctx->max_mounts_node) {
-        ctx->cap_hit = 2;
+    if (ctx->cap_hit == 2)
         REFUSE("the node holds fuse.max_mounts_node FUSE file systems", -ENOSPC);
-    }
     r = fuse_context(a, o, subtype, fl, c->fuse_fd);
     close(c->fuse_fd);
     c->fuse_fd = -1;

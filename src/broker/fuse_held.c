@@ -142,6 +142,23 @@ void rv_held_prune(struct rv_held *h, int fusectl, const char *key)
             t->e[i] = t->e[--t->n];
 }
 
+int rv_held_admit(struct rv_held *h, int fusectl, const char *key, unsigned max, unsigned max_node)
+{
+    /* freed ones are looked for only when a cap is met: below it, they need
+     * not be told from live ones */
+    if (rv_held_count(h, key) >= max) {
+        rv_held_prune(h, fusectl, key);
+        if (rv_held_count(h, key) >= max)
+            return 1;
+    }
+    if (rv_held_count(h, NULL) >= max_node) {
+        rv_held_prune(h, fusectl, NULL);
+        if (rv_held_count(h, NULL) >= max_node)
+            return 2;
+    }
+    return 0;
+}
+
 unsigned rv_held_count(const struct rv_held *h, const char *key)
 {
     unsigned n = 0;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# FUSE (profiles/README.md "Cost"), three figures, no thresholds:
+# FUSE (profiles/README.md "Cost"), five figures, no thresholds:
 # 1. the start latency a FUSE container adds (interleaved medians): plain runc;
 #    runc with docker's profile shape (runc's own cost of a seccomp filter);
 #    resview without a request; resview with the request on a spec without
@@ -12,7 +12,9 @@
 # 3. the memory of the brokers of 100 FUSE containers (RSS and PSS of every
 #    broker process: a supervisor and a worker each);
 # 4. the kernel memory of one FUSE mount (superblock, connection, mount),
-#    and whose cgroup pays it: the container's, the runtime's.
+#    and whose cgroup pays it: the container's, the runtime's;
+# 5. the caps' bookkeeping per mount (the node's table: count, and at a cap
+#    the lookup of every held file system in fusectl).
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/fuse/lib.sh"
 ROUNDS=${ROUNDS:-100}
@@ -153,3 +155,11 @@ c1=$(kmem "$CG_PARENT/k"); r1=$(kmem "$rtcg")
 touch "$T/ctl/k-end"; wait
 echo "$(cat "$T/ctl/k-out")"
 printf 'per mount: container %d bytes, runtime (and broker) %d bytes\n' $(( (c1 - c0) / 64 )) $(( (r1 - r0) / 64 ))
+
+echo
+echo "== FUSE: the caps' bookkeeping per mount, under the node's table lock (tests/fuse/held-cost.c; real FUSE file systems, fusectl)"
+gcc -std=gnu11 -O2 -Iinclude -Isrc -o "$T/held-cost" "$TOP/tests/fuse/held-cost.c" "$BUILD/libresview.a" \
+    $(pkg-config --libs jansson libseccomp mount) || { echo "bench: build held-cost" >&2; exit 1; }
+for a in "1 64 64" "63 64 4096" "64 64 64" "64 64 4096"; do
+    mkdir -p "$T/held" && "$T/held-cost" "$T/held" $a 2000 && rm -rf "$T/held"
+done
