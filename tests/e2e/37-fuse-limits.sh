@@ -21,21 +21,13 @@ source "$TOP/tests/fuse/lib.sh"
 export LXCFS_DIR=$T/lxcfs
 source "$TOP/tests/lib/lxcfs-helpers.sh"
 
-for tool in bindfs gcc runc crun jq lxcfs; do
-    command -v "$tool" >/dev/null || { echo "not ok - $tool missing (make deps)"; exit 1; }
-done
-fuse_probe_build || exit 1
-gcc -static -O2 -o "$T/fuse-hang" "$TOP/tests/lib/fuse-hang.c" || { echo "not ok - build fuse-hang"; exit 1; }
-t_cleanup "lxcfs_stop $LXCFS_DIR"
-lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
+fuse_tenant_prep || exit 1
 rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" \
     '{fuse: {allowed: true, allow_other: true, seccomp_profile: $p, max_mounts: 8, max_mounts_node: 12},
       log: {level: "info"}}')"
 mkdir -p "$T/ctl"
 echo "127.0.0.1 engine-hosts" >"$T/hosts"
 
-DOCKER_CAPS='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FSETID","CAP_FOWNER","CAP_MKNOD","CAP_NET_RAW","CAP_SETGID",
-  "CAP_SETUID","CAP_SETFCAP","CAP_SETPCAP","CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_KILL","CAP_AUDIT_WRITE"]'
 make_bundle() { # DIR SCRIPT: FUSE requested, docker's capabilities, volumes /vp and /data (= /vp/a)
     local b=$1 s=$2 vp=$T/vp-$(basename "$1")
     mkdir -p "$b" "$vp/a"

@@ -10,6 +10,22 @@
 #                            expects $CAP_ENGINE (the CapEff the engine gave)
 #   fuse_host_mounts         FUSE mounts in the host's mount table (one line each)
 
+# fuse_tenant_prep          a hostile tenant's tests (36, 37): the tools, the
+#                            probe and fuse-hang built, LXCFS on $LXCFS_DIR
+# $DOCKER_CAPS              docker's default capability set (CAP_SYS_CHROOT among them)
+DOCKER_CAPS='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FSETID","CAP_FOWNER","CAP_MKNOD","CAP_NET_RAW","CAP_SETGID",
+  "CAP_SETUID","CAP_SETFCAP","CAP_SETPCAP","CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_KILL","CAP_AUDIT_WRITE"]'
+fuse_tenant_prep() {
+    local tool
+    for tool in bindfs gcc runc crun jq lxcfs; do
+        command -v "$tool" >/dev/null || { echo "not ok - $tool missing (make deps)"; return 1; }
+    done
+    fuse_probe_build || return 1
+    gcc -static -O2 -o "$T/fuse-hang" "$TOP/tests/lib/fuse-hang.c" || { echo "not ok - build fuse-hang"; return 1; }
+    t_cleanup "lxcfs_stop $LXCFS_DIR"
+    lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; return 1; }
+}
+
 fuse_probe_build() {
     gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$T/fuse-probe" "$TOP/tests/fuse/fuse-probe.c" ||
         { echo "not ok - build fuse-probe"; exit 1; }
