@@ -41,6 +41,13 @@ int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cf
 /* Check what the options left, and derive the paths; -1 (err) if not valid. */
 int rv_node_settings_check(struct rv_node_settings *n, struct rv_error *err);
 
+/* The steps of `resview node` (node_run.c), each an exit code: run (the
+ * DaemonSet's container, until the pod ends), ready (the readiness probe),
+ * and install, configure or uninstall once under the node lock. */
+int rv_node_run(const struct rv_node_settings *n);
+int rv_node_ready(const struct rv_node_settings *n);
+int rv_node_step(const struct rv_node_settings *n, const char *step);
+
 /* One timestamped line on stdout (the pod's log). */
 void rv_node_say(const char *fmt, ...) RV_PRINTF(1, 2);
 
