@@ -420,8 +420,8 @@ int rv_broker_cgroups(const char *file, char out[2][PATH_MAX])
 }
 
 /* The container's mount namespace and cgroups, from its init as the runtime
- * handed it over: the namespace is held until we exit (the mounts we made
- * stay what their records say, for the aborts at exit), the cgroups are
+ * handed it over: the namespace is held until we exit (a caller must be in
+ * that one, broker_req.c's enter), the cgroups are
  * where the workers charge their work. Checked against the pidfd after
  * reading: the files were those of init, not of a process that reused its
  * pid. */

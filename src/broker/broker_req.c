@@ -669,9 +669,8 @@ static int mount_lock(struct rv_broker_ctx *ctx)
  * and attach it. */
 static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const struct mount_args *a,
                          const struct rv_mount_flags *fl, const struct rv_fuse_opts *o,
-                         const char *subtype, const char **why)
+                         const char *subtype, struct rv_broker_mount *m, const char **why)
 {
-    struct rv_broker_mount m;
     uint64_t ino;
     uint32_t dev;
     int r;
@@ -691,16 +690,15 @@ static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const stru
     if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl->attrs)) < 0)
         REFUSE("fsmount", -errno);
     /* fusectl names a connection by the kernel's dev_t */
-    if (mount_of(c->mnt, &m, NULL, NULL) < 0)
+    if (mount_of(c->mnt, m, NULL, NULL) < 0)
         REFUSE("mount id of the new mount", -EPERM);
-    dev = (m.dev_major << 20) | m.dev_minor;
+    dev = (m->dev_major << 20) | m->dev_minor;
     if (rv_held_ino(ctx->fusectl, dev, &ino) < 0)
         REFUSE("the new file system's connection is not in fusectl", -EPERM);
     if (rv_held_add(ctx->held, ctx->key, dev, ino) < 0)
         REFUSE("the node's table of FUSE file systems is full", -ENOSPC);
     if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
         REFUSE("move_mount", -errno);   /* its entry goes when the kernel frees it */
-    record(ctx, RV_EV_MOUNTED, &m);
     return 0;
 }
 
@@ -709,6 +707,7 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
                         const struct rv_mount_flags *fl, const struct rv_fuse_opts *o,
                         const char *subtype, const char **why)
 {
+    struct rv_broker_mount m;
     char name[NAME_MAX + 1];
     struct rv_statx sx;
     struct stat st;
@@ -741,7 +740,7 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
         REFUSE("fd= is not /dev/fuse", -EINVAL);
     if (rv_held_lock(ctx->held) < 0)
         REFUSE("the node's table of FUSE file systems is busy", -EAGAIN);
-    r = mount_counted(ctx, c, a, fl, o, subtype, why);
+    r = mount_counted(ctx, c, a, fl, o, subtype, &m, why);
     rv_held_unlock(ctx->held);
     if (r < 0)
         return r;
@@ -752,6 +751,8 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
         detach_fd(ctx, c->mnt);
         REFUSE("mounted, but the caller was gone: detached again", GONE);
     }
+    /* after the node's lock: a record may wait for the supervisor to read */
+    record(ctx, RV_EV_MOUNTED, &m);
     REFUSE("mounted", ANSWERED);
 }
 
