@@ -9,6 +9,7 @@
 struct rv_edit_ctx {
     const struct rv_config *cfg;
     const struct rv_host *host;
+    const char *bundle;       /* absolute; NULL: a relative root.path goes over as it is */
     bool systemd_hint;        /* runtime got --systemd-cgroup */
     bool hook_missing;        /* hook.path cannot be executed here: add no hook (a
                                  hook runc cannot run would fail the start) */
@@ -32,7 +33,8 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
 /* The hook entry alone (exposed for tests): every resview-hook entry of the
  * spec is taken out (a tenant's spec may carry one pretending to be ours);
  * with on, ours goes in with the handover (hook.h), in place of the first
- * one in hook.stage, else at its end. */
-int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct rv_error *err);
+ * one in hook.stage, else at its end. bundle: as in rv_edit_ctx. */
+int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, const char *bundle, bool on,
+                     struct rv_error *err);
 
 #endif

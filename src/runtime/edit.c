@@ -24,8 +24,11 @@ static bool is_our_hook(json_t *h, const char *path)
 }
 
 /* Our entry, with what the hook needs handed over (hook.h): it reads no
- * config.json then. */
-static json_t *hook_entry(json_t *root, const struct rv_config *cfg, struct rv_error *err)
+ * config.json then. A relative root.path goes over joined to the bundle:
+ * crun runs the hooks of a user-namespaced container from "/" in a mount
+ * namespace of its own, and its state then names "/" as the bundle. */
+static json_t *hook_entry(json_t *root, const struct rv_config *cfg, const char *bundle,
+                          struct rv_error *err)
 {
     const char *config = getenv("RESVIEW_CONFIG");
     const char *rootfs = json_string_value(rv_json_path(root, "root.path"));
@@ -38,9 +41,11 @@ static json_t *hook_entry(json_t *root, const struct rv_config *cfg, struct rv_e
         goto nomem;
     /* without a usable root.path the hook reads the spec and says what is wrong */
     if (rootfs && *rootfs) {
-        size_t n = strlen(RV_HOOK_ARG_ROOTFS) + strlen(rootfs) + 1;
+        bool join = bundle && rootfs[0] != '/';
+        size_t n = strlen(RV_HOOK_ARG_ROOTFS) + (join ? strlen(bundle) + 1 : 0) + strlen(rootfs) + 1;
         cleanup_free char *arg = malloc(n);
-        if (!arg || rv_snprintf(arg, n, "%s%s", RV_HOOK_ARG_ROOTFS, rootfs) < 0 ||
+        if (!arg || rv_snprintf(arg, n, "%s%s%s%s", RV_HOOK_ARG_ROOTFS, join ? bundle : "",
+                                join ? "/" : "", rootfs) < 0 ||
             json_array_append_new(args, json_string(arg)) < 0)
             goto nomem;
     }
@@ -62,7 +67,8 @@ nomem:
     return NULL;
 }
 
-int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct rv_error *err)
+int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, const char *bundle, bool on,
+                     struct rv_error *err)
 {
     static const char *const stages[] = { "prestart", "createRuntime", "createContainer",
                                           "startContainer", "poststart", "poststop" };
@@ -78,7 +84,7 @@ int rv_spec_set_hook(json_t *root, const struct rv_config *cfg, bool on, struct 
     }
     if (!on && !hooks)
         return 0;
-    if (on && !(entry = hook_entry(root, cfg, err)))
+    if (on && !(entry = hook_entry(root, cfg, bundle, err)))
         return -1;
     /* Every resview-hook entry goes: only the one written here is trusted with
      * a handover. Ours takes the place of the first one in our stage, so that
@@ -163,5 +169,5 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
     }
     /* the hook gets root.path handed over: it never reads the spec file,
      * whichever file it was (crun --config) */
-    return rv_spec_set_hook(root, cfg, res->lxcfs_on, err);
+    return rv_spec_set_hook(root, cfg, ctx->bundle, res->lxcfs_on, err);
 }

@@ -114,9 +114,12 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
             return rv_fail(err, errno, "--config `%s`", a->config);
         other = file;
     }
+    char bundle[PATH_MAX];
     struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
                                .hook_missing = access(cfg->hook_path, X_OK) != 0,
                                .fuse_runtime = fuse_runtime };
+    if (realpath(a->bundle ? a->bundle : ".", bundle))
+        ctx.bundle = bundle;
     if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, &rv_gpus_spec_extra, err) < 0)
         goto out;
     /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs

@@ -13,12 +13,14 @@ static struct rv_config cfg;
 
 /* Edit text; return the dumped result (static buffer) or NULL on error. */
 static bool hook_missing;
+static const char *bundle;
 
 static char *edit(const char *text, struct rv_error *err)
 {
     static char *out;
     struct rv_spec spec;
-    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host, .hook_missing = hook_missing };
+    struct rv_edit_ctx ctx = { .cfg = &cfg, .host = &host, .hook_missing = hook_missing,
+                               .bundle = bundle };
     struct rv_edit_result res;
     size_t len;
     bool changed;
@@ -115,6 +117,12 @@ int main(void)
     again = out ? strdup(out) : NULL;
     ok(again && (out = edit(again, &err)) && strcmp(out, again) == 0, "and a second edit changes nothing");
     free(again);
+    bundle = "/run/b 1";
+    out = edit("{\"root\":{\"path\":\"rootfs\"}}", &err);
+    ok(has(out, "\"--rootfs=/run/b 1/rootfs\""), "a relative root.path goes over joined to the bundle");
+    out = edit("{\"root\":{\"path\":\"/srv/r\"}}", &err);
+    ok(has(out, "\"--rootfs=/srv/r\""), "an absolute one as it is");
+    bundle = NULL;
     out = edit("{\"annotations\":{\"resview.io/lxcfs\":\"false\"},\"hooks\":{\"prestart\":"
                "[{\"path\":\"/usr/local/bin/resview-hook\"}]}}", &err);
     ok(out && !has(out, "resview-hook"), "views off: a hooks.d entry goes too (one exec less)");
