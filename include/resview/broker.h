@@ -128,6 +128,7 @@ struct rv_broker_ctx {
     int hostproc;             /* O_PATH of the broker's /proc */
     int home_mntns;           /* the broker's own mount namespace, to go back to */
     int container_mntns;      /* the container's (its init's when handed over), -1: unknown */
+    int container_userns;     /* its user namespace, -1: ours (or unknown) */
     bool allow_other;         /* fuse.allow_other when the container started */
     bool others_busy;         /* a replaced worker is still inside a request */
     unsigned max_mounts;      /* fuse.max_mounts: file systems the container holds */

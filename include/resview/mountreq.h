@@ -60,6 +60,12 @@ int rv_mountreq_umount_flags(uint64_t flags);
 /* /proc/PID/status text: the Uid: and Gid: lines. -EINVAL if absent. */
 int rv_mountreq_caller(const char *status, struct rv_mount_caller *out);
 
+/* The caller's ids (as the host sees them) as its user namespace sees them,
+ * through /proc/PID/uid_map and gid_map read from the host's: a FUSE mount
+ * made as that namespace takes user_id and group_id in its terms. -EPERM if
+ * one is not mapped. */
+int rv_mountreq_ids_in_ns(const char *uid_map, const char *gid_map, struct rv_mount_caller *ids);
+
 /* One line of /proc/PID/mountinfo for mount id `id`: its file system type
  * (into fstype), "major:minor" (into dev) and whether it has shared
  * propagation ("shared:N" among the optional fields). 0 if found, -ENOENT if

@@ -64,6 +64,9 @@ int rv_write_atomic_at(int dirfd, const char *name, const char *data, size_t len
  * fds[n..max), every one beyond max closed. Returns the new count. */
 struct msghdr;
 unsigned rv_msg_take_fds(struct msghdr *m, int *fds, unsigned n, unsigned max);
+/* Close every descriptor but the n in keep (sorted in place; -1 entries are
+ * ignored). 0, or -1 with errno. */
+int rv_close_all_but(int *keep, unsigned n);
 
 /* Milliseconds of CLOCK_MONOTONIC, for deadlines. */
 long rv_now_ms(void);

@@ -84,6 +84,7 @@ static struct {
     char key[RV_HELD_ID_MAX];
     struct rv_broker_shared *shared;
     int mntns;                 /* the container's mount namespace, held until we exit */
+    int userns;                /* its user namespace when not ours, held likewise; else -1 */
     char cg_join[2][PATH_MAX]; /* cgroup.procs of the container's memory and pids cgroups */
     unsigned long saturated;   /* requests answered EAGAIN: every worker blocked */
     unsigned aborted;          /* FUSE connections aborted with requests waiting */
@@ -296,7 +297,8 @@ static void worker_start(void)
         if (W.held.fd >= 0 && rv_held_reopen(&W.held) < 0)
             W.held.fd = -1;
         W.ctx = (struct rv_broker_ctx){ .hostproc = B.hostproc, .home_mntns = B.home_mntns,
-                                        .container_mntns = B.mntns, .allow_other = B.allow_other,
+                                        .container_mntns = B.mntns,
+                                        .container_userns = B.userns, .allow_other = B.allow_other,
                                         .max_mounts = B.max_mounts,
                                         .max_mounts_node = B.max_mounts_node, .mounts = &B.mounts,
                                         .record_fd = B.records[1], .vol_ids = B.vol_ids,
@@ -427,11 +429,19 @@ int rv_broker_cgroups(const char *file, char out[2][PATH_MAX])
  * pid. */
 static void container_of_init(void)
 {
+    struct stat mine, theirs;
     char p[64];
-    int ns;
+    int ns, userns;
 
     snprintf(p, sizeof(p), "%d/ns/mnt", (int)B.init_pid);
     ns = openat(B.hostproc, p, O_RDONLY | O_CLOEXEC);
+    snprintf(p, sizeof(p), "%d/ns/user", (int)B.init_pid);
+    userns = openat(B.hostproc, p, O_RDONLY | O_CLOEXEC);
+    if (userns >= 0 && (stat("/proc/self/ns/user", &mine) < 0 || fstat(userns, &theirs) < 0 ||
+                        (mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino))) {
+        close(userns);
+        userns = -1;   /* ours: the container has no user namespace of its own */
+    }
     snprintf(p, sizeof(p), "/proc/%d/cgroup", (int)B.init_pid);
     if (rv_broker_cgroups(p, B.cg_join) < 0)
         rv_log(RV_WARN, "fuse broker: the cgroups of init %d are unknown: its mounts are not "
@@ -439,10 +449,13 @@ static void container_of_init(void)
     if (B.init_pidfd < 0 || rv_pidfd_send_signal(B.init_pidfd, 0) < 0) {
         if (ns >= 0)
             close(ns);
+        if (userns >= 0)
+            close(userns);
         B.cg_join[0][0] = B.cg_join[1][0] = '\0';
         return;
     }
     B.mntns = ns;
+    B.userns = userns;
 }
 
 /* A whole payload: check it names our container, keep its notify fd. */
@@ -830,7 +843,7 @@ int rv_broker_main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     B.listen_fd = RV_BROKER_LISTEN_FD;
     B.runtime_pidfd = RV_BROKER_RUNTIME_FD;
-    B.init_pidfd = B.worker_ctl = B.worker = B.mntns = B.fusectl = -1;
+    B.init_pidfd = B.worker_ctl = B.worker = B.mntns = B.userns = B.fusectl = -1;
     B.held.fd = -1;
     if (B.max_mounts == 0)
         B.max_mounts = RV_FUSE_MAX_MOUNTS_DEFAULT;

@@ -38,16 +38,23 @@
 #include "resview/fuse.h"
 #include "resview/log.h"
 #include "resview/mountreq.h"
+#include "resview/sys.h"
+#include "resview/util.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 #ifndef UMOUNT_NOFOLLOW
 #define UMOUNT_NOFOLLOW 8
@@ -130,8 +137,11 @@ struct caller {
     pid_t tid;
     int pidfd, mem, mntns, userns, root, cwd;
     int fuse_fd, target, parent, fs, mnt;
-    struct rv_mount_caller ids;
+    struct rv_mount_caller ids;    /* as its user namespace sees them */
+    int ns;                        /* its user namespace: NS_OURS, NS_CONTAINER's, NS_OTHER */
+    char why[160];                 /* a refusal's reason made for this request */
 };
+enum { NS_OURS, NS_CONTAINER, NS_OTHER };
 
 /* What one request learned about the container's mounts. */
 struct place {
@@ -167,6 +177,35 @@ static int read_at(int dirfd, const char *path, char *buf, size_t size)
     return 0;
 }
 
+static bool same_ns(int fd, int fd2, const char *path)
+{
+    struct stat a, b;
+
+    return fd >= 0 && fstat(fd, &a) == 0 && (path ? stat(path, &b) : fstat(fd2, &b)) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Which user namespace the caller is in; in the container's own, its ids as
+ * that namespace sees them (the maps are read before the caller is known to
+ * be still the same process, as the rest). */
+static int caller_ns(struct rv_broker_ctx *ctx, struct caller *c)
+{
+    char p[64], uid_map[4096], gid_map[4096];
+
+    if (same_ns(c->userns, -1, "/proc/self/ns/user"))
+        return NS_OURS;
+    if (ctx->container_userns < 0 || !same_ns(c->userns, ctx->container_userns, NULL))
+        return NS_OTHER;
+    snprintf(p, sizeof(p), "%d/uid_map", (int)c->tid);
+    if (read_at(ctx->hostproc, p, uid_map, sizeof(uid_map)) < 0)
+        return NS_OTHER;
+    snprintf(p, sizeof(p), "%d/gid_map", (int)c->tid);
+    if (read_at(ctx->hostproc, p, gid_map, sizeof(gid_map)) < 0 ||
+        rv_mountreq_ids_in_ns(uid_map, gid_map, &c->ids) < 0)
+        return NS_OTHER;
+    return NS_CONTAINER;
+}
+
 /* 0, or -1 when the caller is already gone (no answer possible). */
 static int caller_open(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
                        struct caller *c, int *answer)
@@ -197,6 +236,7 @@ static int caller_open(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif 
     if (read_at(ctx->hostproc, p, status, sizeof(status)) < 0 ||
         rv_mountreq_caller(status, &c->ids) < 0)
         *answer = -EPERM;
+    c->ns = *answer ? NS_OTHER : caller_ns(ctx, c);
     c->pidfd = rv_pidfd_open(c->tid, RV_PIDFD_THREAD);
     if (c->pidfd < 0 && errno == EINVAL && (tg = strstr(status, "\nTgid:")) &&
         sscanf(tg + 6, "%d", &tgid) == 1)
@@ -258,19 +298,16 @@ static int answer(struct rv_broker_ctx *ctx, uint64_t id, int error)
  * directory the namespace's root, the container's own root file system,
  * whatever root the caller chrooted into. The caller must be in the
  * container's namespace (the one its init had when the runtime handed it
- * over) and in our user namespace (the /dev/fuse file would belong to
- * another user namespace than the mount). */
+ * over) and in our user namespace or the container's own (a namespace the
+ * tenant made below it would own its /dev/fuse file, and the mount could
+ * not take it). */
 static int enter(struct rv_broker_ctx *ctx, const struct caller *c, struct place *pl)
 {
-    struct stat mine, theirs, ns;
     struct rv_statx sx;
 
-    if (stat("/proc/self/ns/user", &mine) < 0 || fstat(c->userns, &theirs) < 0 ||
-        mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev)
+    if (c->ns == NS_OTHER)
         return -EPERM;
-    if (ctx->container_mntns >= 0 &&
-        (fstat(ctx->container_mntns, &ns) < 0 || fstat(c->mntns, &theirs) < 0 ||
-         ns.st_ino != theirs.st_ino || ns.st_dev != theirs.st_dev))
+    if (ctx->container_mntns >= 0 && !same_ns(ctx->container_mntns, c->mntns, NULL))
         return -EPERM;
     if (setns(c->mntns, CLONE_NEWNS) < 0)
         return -EPERM;
@@ -285,12 +322,15 @@ static int enter(struct rv_broker_ctx *ctx, const struct caller *c, struct place
 }
 
 /* Mount id, device and mount-root flag of an fd, without asking a FUSE
- * daemon (AT_STATX_DONT_SYNC: FUSE answers from the inode as cached). */
+ * daemon (AT_STATX_DONT_SYNC: FUSE answers from the inode as cached). Without
+ * mode nothing of the file is asked for: the VFS fills those in itself, and a
+ * FUSE mount that we may not use (a user namespace's, whose daemon answers
+ * only that namespace) still says them. */
 static int mount_of(int fd, struct rv_broker_mount *m, bool *is_root, unsigned *mode)
 {
     struct rv_statx sx;
 
-    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0)
+    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, mode ? RV_STATX_TYPE : 0, &sx) < 0)
         return -errno;
     if (!(sx.stx_mask & RV_STATX_MNT_ID))
         return -ENOSYS;
@@ -422,6 +462,20 @@ static bool same_dir(int a, int b)
            x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor;
 }
 
+/* After EACCES: the root of a FUSE mount that only its user namespace may
+ * use (a user-namespaced container's) has no type for us, but is a mount
+ * root, never a link; as the last component that is all a walk needs. */
+static bool unusable_mount_root(int fd, struct rv_statx *sx)
+{
+    if (errno != EACCES || rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, 0, sx) < 0 ||
+        !(sx->stx_attributes_mask & sx->stx_attributes & RV_STATX_ATTR_MOUNT_ROOT)) {
+        errno = EACCES;
+        return false;
+    }
+    sx->stx_mode = 0;   /* not a directory either: the walk goes no further */
+    return true;
+}
+
 /* The target as the caller's own call would find it (from its root or its
  * working directory, symlinks followed as the kernel would, ".." stopping at
  * its root), but one component at a time, and each looked up only in a
@@ -483,7 +537,8 @@ static int walk(struct rv_broker_ctx *ctx, struct place *pl, const struct caller
         if ((fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
             return -errno;
         struct rv_statx sx;
-        if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0) {
+        if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_TYPE, &sx) < 0 &&
+            !unusable_mount_root(fd, &sx)) {
             r = -errno;
             close(fd);
             return r;
@@ -561,6 +616,28 @@ struct mount_args {
     bool has_source;
 };
 
+/* The messages the kernel left in a file system context ("e fuse: ..."). */
+static void kernel_words(int fs, char *msg, size_t size)
+{
+    ssize_t n = read(fs, msg, size - 1);
+
+    msg[n > 0 ? n : 0] = '\0';
+    msg[strcspn(msg, "\n")] = '\0';
+}
+
+/* "what: the kernel's words" into c->why: from the context fs, or as they
+ * are in c->why already (fs -1). */
+static const char *refusal(struct caller *c, const char *what, int fs)
+{
+    char words[sizeof(c->why)];
+
+    if (fs >= 0)
+        kernel_words(fs, c->why, sizeof(c->why));
+    snprintf(words, sizeof(words), "%s", c->why);
+    snprintf(c->why, sizeof(c->why), "%s%s%s", what, *words ? ": " : "", words);
+    return c->why;
+}
+
 static int set_string(int fs, const char *key, const char *val)
 {
     return rv_fsconfig(fs, RV_FSCONFIG_SET_STRING, key, val, 0) < 0 ? -errno : 0;
@@ -571,9 +648,11 @@ static int set_flag(int fs, const char *key)
     return rv_fsconfig(fs, RV_FSCONFIG_SET_FLAG, key, NULL, 0) < 0 ? -errno : 0;
 }
 
-/* fsopen("fuse") with the options rebuilt from what was checked. */
+/* fsopen("fuse") with the options rebuilt from what was checked, all but the
+ * creation. On failure, the kernel's own words about it go into msg. */
 static int fuse_context(const struct mount_args *a, const struct rv_fuse_opts *o,
-                        const char *subtype, const struct rv_mount_flags *fl, int fuse_fd)
+                        const char *subtype, const struct rv_mount_flags *fl, int fuse_fd,
+                        char *msg, size_t size)
 {
     cleanup_close int fs = rv_fsopen("fuse", RV_FSOPEN_CLOEXEC);
     char num[32];
@@ -612,9 +691,89 @@ static int fuse_context(const struct mount_args *a, const struct rv_fuse_opts *o
         r = set_flag(fs, "dirsync");
     if (!r && fl->lazytime)
         r = set_flag(fs, "lazytime");
-    if (!r && rv_fsconfig(fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-        r = -errno;
-    return r < 0 ? r : move_fd(fs);
+    if (r < 0) {
+        kernel_words(fs, msg, size);
+        return r;
+    }
+    return move_fd(fs);
+}
+
+/* What a child that made a context answers, with the context. */
+struct made {
+    int err;
+    char msg[120];
+};
+
+/* fuse_context as the container's user namespace. A file system context
+ * belongs to the user namespace of whoever opened it, FUSE takes only a
+ * /dev/fuse file opened in that same namespace (the caller's), and
+ * user_id/group_id count in the terms of whoever sets them (kernels >= 6.11;
+ * before, in the context's: the same here). We cannot leave a user namespace
+ * once in it, so a child enters it, makes the context, hands it over and
+ * exits; the creation, fsmount and move_mount stay here, with the host's
+ * privilege over the namespace (the kernel forces nodev, and only the
+ * namespace's own processes may use the mount, allow_other or not). The
+ * child is charged as we are now, keeps only what it needs (the caller's
+ * /dev/fuse at the number fd= names, which ours keeps until the creation),
+ * and cannot be traced (not dumpable: its memory is the host namespace's);
+ * the tenant's root may signal it, which fails only its own request. One that
+ * does not answer within RV_BROKER_LOCK_MS is killed. Runs before the node's
+ * table lock, which nothing here waits under. */
+static int fuse_context_as(int userns, const struct mount_args *a, const struct rv_fuse_opts *o,
+                           const char *subtype, const struct rv_mount_flags *fl, int fuse_fd,
+                           char *msg, size_t size)
+{
+    struct made made = { .err = EIO };
+    char cbuf[CMSG_SPACE(sizeof(int))];
+    struct iovec iov = { &made, sizeof(made) };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+                        .msg_controllen = sizeof(cbuf) };
+    struct pollfd pfd;
+    int sp[2], fs = -1, status;
+    pid_t pid;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+        return -errno;
+    pid = fork();
+    if (pid == 0) {
+        int keep[3] = { sp[1], userns, fuse_fd };
+        prctl(PR_SET_DUMPABLE, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (rv_close_all_but(keep, 3) < 0 || setns(userns, CLONE_NEWUSER) < 0)
+            fs = -errno;
+        else
+            fs = fuse_context(a, o, subtype, fl, fuse_fd, made.msg, sizeof(made.msg));
+        made.err = fs < 0 ? -fs : 0;
+        if (fs < 0) {
+            m.msg_control = NULL;
+            m.msg_controllen = 0;
+        } else {
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(cm), &fs, sizeof(int));
+        }
+        _exit(sendmsg(sp[1], &m, MSG_NOSIGNAL) < 0);
+    }
+    close(sp[1]);
+    if (pid < 0) {
+        close(sp[0]);
+        return -EAGAIN;   /* the container's pids limit, most likely */
+    }
+    pfd = (struct pollfd){ .fd = sp[0], .events = POLLIN };
+    if (poll(&pfd, 1, RV_BROKER_LOCK_MS) == 1 && recvmsg(sp[0], &m, MSG_CMSG_CLOEXEC) > 0 &&
+        rv_msg_take_fds(&m, &fs, 0, 1) == 1 && made.err) {
+        close(fs);
+        fs = -1;
+    }
+    close(sp[0]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    made.msg[sizeof(made.msg) - 1] = '\0';
+    snprintf(msg, size, "%s", made.msg);
+    return fs >= 0 ? fs : -(made.err ? made.err : EIO);
 }
 
 /* Lazily detach the mount fd points at (through /proc/thread-self/fd/N of the
@@ -665,11 +824,11 @@ static int mount_lock(struct rv_broker_ctx *ctx)
 
 /* Under the node's table lock, where nothing waits on a tenant: count what
  * the container and the node hold (file systems the kernel has not freed,
- * however they were detached), make the file system, enter it in the table
- * and attach it. */
-static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const struct mount_args *a,
-                         const struct rv_mount_flags *fl, const struct rv_fuse_opts *o,
-                         const char *subtype, struct rv_broker_mount *m, const char **why)
+ * however they were detached), create the file system from its context,
+ * enter it in the table and attach it. */
+static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c,
+                         const struct rv_mount_flags *fl, struct rv_broker_mount *m,
+                         const char **why)
 {
     uint64_t ino;
     uint32_t dev;
@@ -681,12 +840,11 @@ static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c, const stru
         REFUSE("the container holds fuse.max_mounts FUSE file systems", -ENOSPC);
     if (ctx->cap_hit == 2)
         REFUSE("the node holds fuse.max_mounts_node FUSE file systems", -ENOSPC);
-    r = fuse_context(a, o, subtype, fl, c->fuse_fd);
+    r = rv_fsconfig(c->fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ? -errno : 0;
     close(c->fuse_fd);
     c->fuse_fd = -1;
     if (r < 0)
-        REFUSE("fsconfig", r);
-    c->fs = r;
+        REFUSE(refusal(c, "fsconfig create", c->fs), r);
     if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl->attrs)) < 0)
         REFUSE("fsmount", -errno);
     /* fusectl names a connection by the kernel's dev_t */
@@ -738,9 +896,18 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
     if (fstat(c->fuse_fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
         st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
         REFUSE("fd= is not /dev/fuse", -EINVAL);
+    /* the context before the node's lock: nothing under it waits on a tenant */
+    if (c->ns == NS_CONTAINER)
+        r = fuse_context_as(ctx->container_userns, a, o, subtype, fl, c->fuse_fd, c->why,
+                            sizeof(c->why));
+    else
+        r = fuse_context(a, o, subtype, fl, c->fuse_fd, c->why, sizeof(c->why));
+    if (r < 0)
+        REFUSE(refusal(c, "fsconfig", -1), r);
+    c->fs = r;
     if (rv_held_lock(ctx->held) < 0)
         REFUSE("the node's table of FUSE file systems is busy", -EAGAIN);
-    r = mount_counted(ctx, c, a, fl, o, subtype, &m, why);
+    r = mount_counted(ctx, c, fl, &m, why);
     rv_held_unlock(ctx->held);
     if (r < 0)
         return r;
@@ -782,7 +949,11 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
         REFUSE("no options (fd= is required)", -EINVAL);
     if ((r = read_string(c->mem, n->data.args[4], a->data, sizeof(a->data), -EINVAL)) < 0)
         REFUSE("options unreadable", r);
-    if ((r = rv_mountreq_options(a->data, &c->ids, ctx->allow_other, &o)) < 0)
+    if (c->ns == NS_OTHER)
+        REFUSE("the caller is in a user namespace neither the host's nor the container's", -EPERM);
+    /* allow_other: in its own user namespace, the mount is the container's alone */
+    if ((r = rv_mountreq_options(a->data, &c->ids, ctx->allow_other || c->ns == NS_CONTAINER,
+                                 &o)) < 0)
         REFUSE(r == -EPERM ? "options (allow_other, or user_id/group_id not the caller's)"
                            : "options", r);
     if (*o.subtype) {
@@ -791,7 +962,8 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
         strcpy(subtype, o.subtype);
     }
     if ((r = enter(ctx, c, pl)) < 0)
-        REFUSE("cannot enter the container's mount namespace (user namespace, or another one?)", r);
+        REFUSE("cannot enter the container's mount namespace (the caller is in another mount or "
+               "user namespace?)", r);
     if (!ctx->held || ctx->fusectl < 0)
         REFUSE("the node's table of FUSE file systems is unavailable (see the broker's start)", -EPERM);
     if ((r = mount_lock(ctx)) < 0)
@@ -842,7 +1014,8 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
     if ((r = read_string(c->mem, n->data.args[0], a->target, sizeof(a->target), -ENAMETOOLONG)) < 0)
         REFUSE("target unreadable", r);
     if ((r = enter(ctx, c, pl)) < 0)
-        REFUSE("cannot enter the container's mount namespace (user namespace, or another one?)", r);
+        REFUSE("cannot enter the container's mount namespace (the caller is in another mount or "
+               "user namespace?)", r);
     if ((r = walk(ctx, pl, c, a->target, !(flags & UMOUNT_NOFOLLOW), &c->parent, name)) < 0)
         REFUSE(r == -EPERM ? "target: a path through a place that is not the container's root "
                              "file system or a volume (/proc, /sys, a FUSE mount, ...)"

@@ -1,6 +1,7 @@
 /* util.c - errors, bounded file I/O and the atomic rewrite. */
 #define _GNU_SOURCE
 #include "resview/util.h"
+#include "resview/sys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -354,4 +355,24 @@ int rv_mkdir_p(const char *path, mode_t mode, struct rv_error *err)
         }
     }
     return 0;
+}
+
+int rv_close_all_but(int *keep, unsigned n)
+{
+    unsigned from = 0;
+
+    for (unsigned i = 1; i < n; i++)   /* a handful: insertion sort */
+        for (unsigned j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    for (unsigned i = 0; i < n; i++) {
+        if (keep[i] < 0 || (unsigned)keep[i] < from)
+            continue;
+        if ((unsigned)keep[i] > from && rv_close_range(from, (unsigned)keep[i] - 1, 0) < 0)
+            return -1;
+        from = (unsigned)keep[i] + 1;
+    }
+    return rv_close_range(from, ~0u, 0);
 }

@@ -147,6 +147,19 @@ int main(void)
            c.uid == 1000 && c.fsuid == 1003 && c.gid == 100 && c.fsgid == 103, "status: real and fs ids");
         ok(rv_mountreq_caller("Name:\tUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n", &c) < 0 &&
            rv_mountreq_caller("Uid:\t0\t0\n", &c) < 0, "status: malformed or a Uid: not at a line start: error");
+        /* the same ids through a user namespace's maps (as the host reads them) */
+        c = (struct rv_mount_caller){ 100000, 101000, 100005, 165535 };
+        ok(rv_mountreq_ids_in_ns("         0     100000      65536\n", "0 100000 65536\n", &c) == 0 &&
+           c.uid == 0 && c.fsuid == 1000 && c.gid == 5 && c.fsgid == 65535, "ids in a user namespace");
+        c = (struct rv_mount_caller){ 1000, 1000, 1000, 1000 };
+        ok(rv_mountreq_ids_in_ns("0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", &c) == 0 &&
+           c.uid == 0 && c.gid == 0, "a map of several lines (rootless podman's)");
+        c = (struct rv_mount_caller){ 165536, 100000, 100000, 100000 };
+        ok(rv_mountreq_ids_in_ns("0 100000 65536\n", "0 100000 65536\n", &c) < 0 && c.uid == 165536,
+           "an id past the map: refused, nothing changed");
+        c = (struct rv_mount_caller){ 0, 0, 0, 0 };
+        ok(rv_mountreq_ids_in_ns("", "", &c) < 0 && rv_mountreq_ids_in_ns("x y z\n", "0 0 1\n", &c) < 0,
+           "empty or malformed maps: refused");
     }
 
     /* mountinfo. */
