@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A device cgroup rule's major/minor matches n: absent, -1 (wildcard) or n. */
 static bool num_matches(json_t *v, json_int_t n)
@@ -286,6 +287,28 @@ static void check_addition_names(json_t *sc)
         rv_log(RV_WARN, "fuse: seccomp: %s", e.msg);
 }
 
+/* A container with a user namespace of its own gets the host's /dev/fuse
+ * bound in by runc (it cannot make a device node there; crun 1.8 makes its
+ * own): the node's mode is what the container's users get. udev makes it
+ * 0666; a host without udev may leave the kernel's 0600. */
+static void warn_userns_device(json_t *root)
+{
+    json_t *ns, *nss = rv_json_path(root, "linux.namespaces");
+    struct stat st;
+    size_t i;
+
+    json_array_foreach(nss, i, ns) {
+        const char *type = json_string_value(json_object_get(ns, "type"));
+        if (type && strcmp(type, "user") == 0 && stat("/dev/fuse", &st) == 0 &&
+            (st.st_mode & 0006) != 0006) {
+            rv_log(RV_WARN, "fuse: the container has its own user namespace, and the host's "
+                   "/dev/fuse is mode %04o: where the runtime binds it in (runc does), its FUSE "
+                   "clients cannot open it (udev makes it 0666)", st.st_mode & 07777);
+            return;
+        }
+    }
+}
+
 int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct rv_fuse_host *host,
                        const struct rv_fuse_runtime *rt, bool *broker, struct rv_error *err)
 {
@@ -353,6 +376,7 @@ int rv_fuse_apply_host(json_t *root, const struct rv_config *cfg, const struct r
     if (edited && json_object_set(linux_, "seccomp", edited) < 0)
         return rv_fail(err, ENOMEM, "linux.seccomp");
     *broker = !keep_profile;
+    warn_userns_device(root);
     rv_log(RV_INFO, "fuse: /dev/fuse, %s", keep_profile
            ? "the engine granted CAP_SYS_ADMIN and every mount: seccomp kept as is, no broker"
            : dflt ? "mount calls to the broker (the spec had no seccomp profile: default profile)"

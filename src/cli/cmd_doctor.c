@@ -342,6 +342,10 @@ static void check_fuse(struct report *r, const struct rv_config *cfg)
     if (stat("/dev/fuse", &st) < 0 || !S_ISCHR(st.st_mode) ||
         st.st_rdev != makedev(RV_FUSE_MAJOR, RV_FUSE_MINOR))
         say(r, level, "FUSE: /dev/fuse (c 10:229) missing on the host: modprobe fuse");
+    else if ((st.st_mode & 0006) != 0006)
+        say(r, "warn", "FUSE: /dev/fuse is mode %04o: containers with a user namespace of their "
+            "own get this node bound in and cannot open it (udev makes it 0666)",
+            st.st_mode & 07777);
     if (cfg->fuse_allowed) {
         if (rv_chain_next(cfg, next, sizeof(next), &err) == 0 &&
             rv_fuse_runtime_probe(cfg, next, &rt, &err) == 0)

@@ -20,15 +20,16 @@ static const struct rv_json_want resources_members[] = {
 };
 static const struct rv_json_want linux_members[] = {
     { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
-    { "seccomp", NULL }, { NULL, NULL },
+    { "seccomp", NULL }, { "namespaces", NULL }, { NULL, NULL },
 };
 static const struct rv_json_want root_members[] = { { "path", NULL }, { NULL, NULL } };
 const struct rv_json_want rv_spec_members[] = {
     { "process", process_members }, { "linux", linux_members }, { "annotations", NULL },
     { "hooks", NULL }, { "root", root_members }, { NULL, NULL },
 };
-/* The same but linux.seccomp, most of a spec with a default profile, which
- * only the FUSE grant reads: what rv_spec_load loads (rv_spec_load_all adds it). */
+/* The same but linux.seccomp (most of a spec with a default profile) and
+ * linux.namespaces, which only the FUSE grant reads: what rv_spec_load loads
+ * (rv_spec_load_all adds them). */
 static const struct rv_json_want linux_members_base[] = {
     { "resources", resources_members }, { "cgroupsPath", NULL }, { "devices", NULL },
     { NULL, NULL },
