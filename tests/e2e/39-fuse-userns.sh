@@ -60,6 +60,13 @@ fusectl_count() { ls /sys/fs/fuse/connections | wc -l; }
 VIEWS='echo "memtotal $(awk "/^MemTotal/ {print \$2}" /proc/meminfo)"
 echo "gomaxprocs $GOMAXPROCS"; echo "slurm_mem $SLURM_MEM_PER_NODE"; echo "uidmap $(cat /proc/self/uid_map | tr -s " ")"'
 SSHFS=$(client_script sshfs /mnt/ssh)
+# places: as for any container, never proc, sysfs or a spec tmpfs
+PLACES='for t in /proc/sys /sys/kernel /dev/shm; do bindfs --no-allow-other /src $t 2>/dev/null
+grep -q " $t fuse" /proc/self/mounts && echo "place $t mounted" || echo "place $t refused"; done'
+# a user namespace the tenant makes below its own (podman's profile allows it)
+NESTED='busybox unshare -U -r sh -c "bindfs --no-allow-other /src /mnt/fuse" 2>/dev/null
+grep -q " /mnt/fuse " /proc/self/mounts && echo "nested mounted" || echo "nested refused"'
+
 # allow_other (bindfs asks for it as root): served; then the host looks in
 AO='mkdir -p /mnt/ao; bindfs /src /mnt/ao && grep " /mnt/ao " /proc/self/mounts | sed "s/^/ao-mounted /"
 echo "ao-read $(cat /mnt/ao/hello)"; touch /ao-ready
@@ -94,6 +101,7 @@ for rt in runc crun; do
     b=$T/b-fuse-$rt
     userns_bundle "$b" "$VIEWS
 $SCRIPT
+$PLACES
 echo ---ssh
 $SSHFS"
     out=$(run_shim "$rt" "fuse-$rt-$$" "$b" 2>&1)
@@ -117,6 +125,9 @@ $SSHFS"
     done
     t_contains "$l: fsopen answers ENOSYS" "$out" "fsopen ENOSYS"
     t_contains "$l: a tmpfs mount is refused" "$out" "mount-tmpfs EPERM"
+    for p in /proc/sys /sys/kernel /dev/shm; do
+        t_contains "$l: no FUSE mount on $p" "$out" "place $p refused"
+    done
     CAP_ENGINE=$(cap_hex 29 5 10) check_client "$l sshfs" sshfs "$(sed -n '/^---ssh$/,$p' <<<"$out")"
 
     # 3. allow_other without fuse.allow_other: the namespace's alone
@@ -172,7 +183,8 @@ pm import "$T/pm.tar" localhost/rvtest:userns >/dev/null || { echo "not ok - pod
 out=$(pm run --rm --network none --userns=auto --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$T/rv-runtime" \
     --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --memory 512m --cpus 1 \
     --annotation resview.io/fuse=true localhost/rvtest:userns /bin/sh -c "$VIEWS
-$SCRIPT" 2>&1)
+$SCRIPT
+$NESTED" 2>&1)
 l="podman --userns=auto"
 t_ok "$l: in a user namespace of its own (ids from 300000)" grep -qE '^uidmap +0 3[0-9]{5} [0-9]+ *$' <<<"$out"
 t_eq "$l: /proc/meminfo shows 512 MiB" "$(sed -n 's/^memtotal //p' <<<"$out")" "524288"
@@ -181,5 +193,7 @@ t_contains "$l: bindfs read a file" "$out" "read hello through fuse"
 t_contains "$l: bindfs wrote a file" "$out" "wrote written"
 t_contains "$l: unmounted with umount" "$out" "umount ok"
 t_contains "$l: mounted again, unmounted with fusermount3 -u" "$out" "fusermount ok"
+t_contains "$l: from a user namespace the tenant made below its own: refused" "$out" "nested refused"
+t_ok "$l: the broker says why" grep -q "the caller is in a user namespace neither the host's nor the container's" "$T/resview.log"
 t_eq "$l: no CAP_SYS_ADMIN" "$(( 0x$(sed -n 's/^capeff //p' <<<"$out" | head -1) >> 21 & 1 ))" "0"
 t_eq "no broker of this test is left" "$(pgrep -fc "resview-fuse-broker .*$T/")" "0"
