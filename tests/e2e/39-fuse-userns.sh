@@ -12,6 +12,8 @@
 # - the broker's rules hold as for any container: fuse.max_mounts counts a
 #   mount detached with umount -l while an fd keeps it; a tmpfs is refused;
 #   the container's FUSE connections are aborted when it ends;
+# - LXCFS restarted under running user-namespaced containers: repair heals
+#   their views;
 # - a host /dev/fuse of mode 0600 (a host without udev): the shim says why
 #   FUSE clients cannot open it; the container still starts.
 source "$(dirname "$0")/../lib/common.sh"
@@ -165,7 +167,34 @@ $SSHFS"
     t_eq "$rt cap 2: no FUSE connection of the container left on the host" "$(fusectl_count)" "$before"
 done
 
-# 5. podman --userns=auto through resview (ids from the "containers" entries)
+# 5. LXCFS restarted under running user-namespaced containers: repair heals them
+heal_pids=""
+for rt in runc crun; do
+    b=$T/b-heal-$rt
+    userns_bundle "$b" "sleep 3600"
+    run_shim "$rt" "heal-$rt-$$" "$b" >/dev/null 2>&1 &
+    heal_pids+=" $!"
+done
+rtc() { if [ "$1" = crun ]; then "$CRUN_V1" --root "$T/crun-root" "${@:2}"; else runc --root "$T/runc-root" "${@:2}"; fi; }
+meminfo_in() { rtc "$1" exec "heal-$1-$$" awk '/^MemTotal/ {print $2}' /proc/meminfo 2>&1; }
+for _ in $(seq 1 100); do
+    [ "$(meminfo_in runc)" = 524288 ] && [ "$(meminfo_in crun)" = 524288 ] && break; sleep 0.1
+done
+lxcfs_stop "$LXCFS_DIR"
+lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not come back"; exit 1; }
+for rt in runc crun; do
+    t_ok "$rt userns, LXCFS restarted: the view is stale" test "$(meminfo_in "$rt")" != 524288
+done
+out=$(RESVIEW_CONFIG=$T/config.json "$CLI" repair 2>&1); rc=$?
+t_eq "repair: exit 0" "$rc" "0"
+t_contains "repair: both user-namespaced containers repaired" "$out" "repaired 2, failed 0"
+for rt in runc crun; do
+    t_eq "$rt userns, after repair: /proc/meminfo shows 512 MiB again" "$(meminfo_in "$rt")" "524288"
+    rtc "$rt" kill "heal-$rt-$$" KILL
+done
+wait $heal_pids
+
+# 6. podman --userns=auto through resview (ids from the "containers" entries)
 for f in /etc/subuid /etc/subgid; do
     [ -e "$f" ] || { touch "$f"; t_cleanup "rm -f $f"; }
     grep -q '^containers:' "$f" || { echo "containers:300000:1000000" >>"$f"; t_cleanup "sed -i '/^containers:300000:1000000\$/d' $f"; }
