@@ -26,6 +26,7 @@ struct rv_engine_opts {
     bool dry_run;
     int containerd_version;    /* config version for a new containerd file; 0 = detect */
     int slurm_version;         /* Slurm version for a new oci.conf, 2302 = 23.02; 0 = detect */
+    bool v01;                  /* the entry as resview 0.1 wrote it (rv_v01_take_out) */
 };
 
 /* The result of an engine's edit. */

@@ -11,6 +11,39 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Whether a Go program sizes itself: Go 1.25 and later follow the CPU limit of
+ * their own cgroup (not an ancestor's), and a resize, when GOMAXPROCS is unset. */
+static void gomaxprocs_note(json_t *root, json_t *env, const struct rv_limits *lim,
+                            const struct rv_env_plan *plan)
+{
+    const char *why;
+
+    for (int i = 0; i < plan->n; i++) {
+        enum rv_var_status s = plan->items[i].status;
+        if (strcmp(plan->items[i].name, "GOMAXPROCS") != 0 || rv_env_get(env, "GOMAXPROCS"))
+            continue;
+        if (s == RV_VAR_INJECT) {
+            printf("note: GOMAXPROCS is set, so a Go 1.25+ program keeps that value through an "
+                   "in-place resize; " RV_ANN_GOMAXPROCS ": \"false\" (or " RV_ENV_GOMAXPROCS "=0) "
+                   "leaves it to the program\n");
+            return;
+        }
+        if (s == RV_VAR_DISABLED)
+            why = "env.vars GOMAXPROCS false on this node; " RV_ANN_GOMAXPROCS ": \"true\" sets it";
+        else if (s == RV_VAR_LEFT)
+            why = json_object_get(json_object_get(root, "annotations"), RV_ANN_GOMAXPROCS)
+                      ? "annotation " RV_ANN_GOMAXPROCS "=\"false\"" : RV_ENV_GOMAXPROCS "=0";
+        else
+            return;
+        printf("note: GOMAXPROCS is left to the program (%s): Go 1.25+ follows its cgroup's CPU "
+               "limit itself, older Go counts every CPU it may run on", why);
+        if (lim->view_cpus > lim->cpus)
+            printf("; but the CPU limit here is an ancestor's (%u), which Go does not read: it "
+                   "counts more CPUs", lim->cpus);
+        printf("\n");
+    }
+}
+
 int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
 {
     const char *bundle = NULL, *file = NULL, *runtime = "runc";
@@ -21,7 +54,7 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
     struct rv_limits lim;
     struct rv_env_plan plan;
     json_t *env;
-    int r;
+    int r, gomaxprocs = -1;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bundle") == 0 && i + 1 < argc)
@@ -65,7 +98,9 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
     /* a relative or empty cgroupsPath is placed by the runtime's own rule */
     host.cg_rule = rv_cg_rule_of(runtime);
     r = rv_spec_request(spec.root, RV_ANN_ENV, "RESVIEW_ENV", &err);
-    if (r == -2 || !(env = rv_spec_env(spec.root, &err)) ||
+    if (r == -2 ||
+        (gomaxprocs = rv_spec_request(spec.root, RV_ANN_GOMAXPROCS, RV_ENV_GOMAXPROCS, &err)) == -2 ||
+        !(env = rv_spec_env(spec.root, &err)) ||
         rv_limits_compute(spec.root, &host, cfg->rounding, systemd, &lim, &err) < 0) {
         fprintf(stderr, "resview env: %s\n", err.msg);
         rv_spec_free(&spec);
@@ -91,7 +126,7 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
         printf("no variables: %s\n", r == 0 ? "the container opts out (resview.io/env or RESVIEW_ENV)"
                                             : "env.enabled is false");
     else {
-        rv_env_plan(cfg, &lim, env, &plan);
+        rv_env_plan(cfg, &lim, env, gomaxprocs, &plan);
         for (int i = 0; i < plan.n; i++) {
             char kv[96];
             const char *cur = rv_env_get(env, plan.items[i].name);
@@ -99,6 +134,7 @@ int rv_cmd_env(const struct rv_config *cfg, int argc, char **argv)
                      plan.items[i].status == RV_VAR_KEPT && cur ? cur : plan.items[i].value);
             printf("%-28s %s\n", kv, rv_var_status_text(plan.items[i].status));
         }
+        gomaxprocs_note(spec.root, env, &lim, &plan);
     }
     rv_spec_free(&spec);
     return 0;

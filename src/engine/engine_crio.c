@@ -19,10 +19,11 @@ static int build(const struct rv_engine_opts *o, const struct rv_toml *doc, stru
 
     if (!bin)
         return rv_fail(err, ENOMEM, "crio");
+    /* 0.1's list had no resview.io/gomaxprocs: o->v01 writes it as 0.1 did */
     if (rv_strcatf(&body, err, "runtime_path = %s\nruntime_type = \"oci\"\n", bin) < 0 ||
         rv_plan_copy_keys(doc, "crio.runtime.runtimes.runc", skip, &body, err) < 0 ||
-        rv_strcatf(&body, err, "allowed_annotations = [\"resview.io/lxcfs\", \"resview.io/env\", "
-                   "\"resview.io/fuse\"]\n") < 0)
+        rv_strcatf(&body, err, "allowed_annotations = [\"resview.io/lxcfs\", \"resview.io/env\", %s"
+                   "\"resview.io/fuse\"]\n", o->v01 ? "" : "\"resview.io/gomaxprocs\", ") < 0)
         return -1;
     if (rv_plan_add_table(plan, doc, OURS, body, err) < 0)
         return -1;

@@ -352,7 +352,8 @@ int rv_v01_take_out(const struct rv_v01_ops *ops, const struct rv_engine *e,
             continue;
         for (int k = 0; k < 4; k++) { /* with --set-as-default first; containerd version 2, 3 */
             struct rv_engine_opts r = { .runtime_path = paths[i], .set_default = k < 2,
-                                        .containerd_version = 2 + k % 2, .slurm_version = 2302 };
+                                        .containerd_version = 2 + k % 2, .slurm_version = 2302,
+                                        .v01 = true };
             struct rv_edit_result res = { 0 };
             struct pieces ps = { 0 };
             int got = 0;

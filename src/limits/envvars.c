@@ -15,12 +15,13 @@ const char *rv_var_status_text(enum rv_var_status s)
     case RV_VAR_KEPT: return "kept: the container sets it";
     case RV_VAR_DISABLED: return "disabled in env.vars";
     case RV_VAR_SLURM_JOB: return "skipped: SLURM_JOB_ID is set (a real Slurm job)";
+    case RV_VAR_LEFT: return "left to the program: the container asks";
     default: return "skipped: no such limit";
     }
 }
 
 void rv_env_plan(const struct rv_config *cfg, const struct rv_limits *lim, json_t *env,
-                 struct rv_env_plan *plan)
+                 int gomaxprocs, struct rv_env_plan *plan)
 {
     bool slurm_job = rv_env_get(env, "SLURM_JOB_ID") != NULL;
 
@@ -30,6 +31,8 @@ void rv_env_plan(const struct rv_config *cfg, const struct rv_limits *lim, json_
         typeof(plan->items[0]) *it = &plan->items[plan->n++];
         uint64_t value = 0;
         bool has = true;
+        /* the container's request wins over env.vars, for GOMAXPROCS only */
+        bool asked = gomaxprocs >= 0 && strcmp(v->name, "GOMAXPROCS") == 0;
 
         snprintf(it->name, sizeof(it->name), "%s", v->name);
         switch (v->source) {
@@ -38,8 +41,8 @@ void rv_env_plan(const struct rv_config *cfg, const struct rv_limits *lim, json_
         case RV_SRC_GPUS: value = lim->gpus; has = lim->gpus > 0; break;
         }
         snprintf(it->value, sizeof(it->value), "%" PRIu64, value);
-        if (!v->enabled)
-            it->status = RV_VAR_DISABLED;
+        if (asked ? gomaxprocs == 0 : !v->enabled)
+            it->status = asked ? RV_VAR_LEFT : RV_VAR_DISABLED;
         else if (rv_env_get(env, v->name))
             it->status = RV_VAR_KEPT;
         else if (slurm_job && strncmp(v->name, "SLURM_", 6) == 0)

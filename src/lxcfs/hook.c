@@ -364,7 +364,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     struct rv_error err = { 0 };
     uint64_t pid;
     char id[64];
-    int lx_on, env_on;
+    int lx_on, env_on, gomaxprocs;
 
     if (!pid_s || rv_parse_u64(pid_s, &pid) < 0 || pid == 0 || pid > INT32_MAX || !rootfs ||
         !*rootfs || !environ_file || !*environ_file) {
@@ -386,7 +386,8 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     }
     lx_on = rv_enroot_request(jenv, cenv, "RESVIEW_LXCFS", &err);
     env_on = lx_on == -2 ? -2 : rv_enroot_request(jenv, cenv, "RESVIEW_ENV", &err);
-    if (lx_on == -2 || env_on == -2) {
+    gomaxprocs = env_on == -2 ? -2 : rv_enroot_request(jenv, cenv, RV_ENV_GOMAXPROCS, &err);
+    if (lx_on == -2 || env_on == -2 || gomaxprocs == -2) {
         rv_log(RV_ERROR, "--enroot: %s", err.msg);
         return 1;
     }
@@ -401,7 +402,8 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
         snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%u/cgroup", (unsigned)pid);
         host.cg_rule = RV_CG_OWN;
         if (!spec || rv_limits_compute(spec, &host, cfg->rounding, false, &lim, &err) < 0 ||
-            (rv_env_plan(cfg, &lim, have, &plan), rv_enroot_append(environ_file, &plan, have, &added, &err)) < 0) {
+            (rv_env_plan(cfg, &lim, have, gomaxprocs, &plan),
+             rv_enroot_append(environ_file, &plan, have, &added, &err)) < 0) {
             rv_log(RV_ERROR, "--enroot: variables: %s", spec ? err.msg : "out of memory");
             return 1;
         }

@@ -137,11 +137,13 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
 {
     const struct rv_config *cfg = ctx->cfg;
     json_t *env;
+    int gomaxprocs = -1;
 
     memset(res, 0, sizeof(*res));
     /* Validate every request before changing anything. */
     if (request(root, RV_ANN_LXCFS, "RESVIEW_LXCFS", true, &res->lxcfs_on, err) < 0 ||
         request(root, RV_ANN_ENV, "RESVIEW_ENV", cfg->env_enabled, &res->env_on, err) < 0 ||
+        (gomaxprocs = rv_spec_request(root, RV_ANN_GOMAXPROCS, RV_ENV_GOMAXPROCS, err)) == -2 ||
         rv_fuse_wanted(root, cfg, ctx->fuse_runtime, &res->fuse_on, err) < 0)
         return -1;
     if (res->fuse_on) {
@@ -155,7 +157,7 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
             return -1;
         if (rv_limits_compute(root, ctx->host, cfg->rounding, ctx->systemd_hint, &res->limits, err) < 0)
             return -1;
-        rv_env_plan(cfg, &res->limits, env, &res->plan);
+        rv_env_plan(cfg, &res->limits, env, gomaxprocs, &res->plan);
         if (rv_env_apply(env, &res->plan, err) < 0)
             return -1;
     }

@@ -216,8 +216,10 @@ static void refresh_pairs(const struct rv_config *cfg, json_t *rec, const char *
         rv_log(RV_DEBUG, "exec: the container's limits now: %s (the recorded values are used)", err.msg);
         return;
     }
-    /* no GPU from an empty spec: those variables keep their recorded value */
-    rv_env_plan(cfg, &lim, none, &plan);
+    /* no GPU from an empty spec: those variables keep their recorded value.
+     * GOMAXPROCS as asked for: it is in the record only if create set it, by
+     * env.vars or by resview.io/gomaxprocs "true" */
+    rv_env_plan(cfg, &lim, none, 1, &plan);
     json_array_foreach(pairs, i, v) {
         const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
         for (int k = 0; eq && k < plan.n; k++) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # resview-runtime end to end with real runc and crun: variables seen inside
-# the container, the never-override rule, ancestor cgroups, chaining and
-# pass-through subcommands.
+# the container, the never-override rule, ancestor cgroups, GOMAXPROCS as the
+# container asks (resview.io/gomaxprocs), chaining and pass-through subcommands.
 source "$(dirname "$0")/../lib/common.sh"
 
 rv_config "$T/config.json"
@@ -38,6 +38,10 @@ why=$("$CLI" env --bundle "$T/b-pod-runc")
 t_contains "resview env names the ancestor that won" "$why" "$CG_PARENT/pod1/cpu.$(cg_is_v2 && echo max || echo cfs_quota_us)"
 t_contains "resview env says LXCFS's CPU views do not follow a parent's quota" "$why" \
     "LXCFS's CPU views (/proc/cpuinfo, /proc/stat) will show $(nproc) CPUs"
+jq '.annotations["resview.io/gomaxprocs"] = "false" | .process.env |= map(select(startswith("GOMAXPROCS=") | not))' \
+    "$T/b-pod-runc/config.json" >"$T/pod-gomax.json"
+t_contains "... and that Go, left to itself, does not read the parent's limit" "$("$CLI" env --spec "$T/pod-gomax.json")" \
+    "the CPU limit here is an ancestor's (1), which Go does not read: it counts more CPUs"
 
 # what else a parent can set: an effective cpuset (one CPU) counts; a soft
 # memory level (v2 memory.high, v1 memory.soft_limit_in_bytes) is not a limit
@@ -95,6 +99,45 @@ t_contains "GOMAXPROCS still injected inside a Slurm job" "$out" "GOMAXPROCS=2"
 rv_bundle "$T/b-optout" "$Q15 | .annotations = {\"resview.io/env\": \"false\"}"
 out=$(run_shim runc optout "$T/b-optout")
 t_not_contains "resview.io/env=false: no variables" "$out" "GOMAXPROCS"
+
+# GOMAXPROCS left to the program (Go 1.25+ follows its cgroup's CPU limit, and a
+# resize, only when it is not set): neither the container's process nor a later
+# exec session reads it, the other variables are there
+shim() { RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" "$@"; }
+rv_bundle "$T/b-gomax" "$Q15 | .annotations = {\"resview.io/gomaxprocs\": \"false\"} | .process.args = [\"/bin/sleep\", \"30\"]"
+(cd "$T/b-gomax" && shim create gomax1) </dev/null >/dev/null 2>&1
+shim start gomax1
+jq -n '{terminal: false, args: ["/bin/sh", "-c", "tr \"\\0\" \"\\n\" </proc/1/environ; echo --- exec; env"], cwd: "/",
+        env: ["PATH=/bin"], user: {uid: 0, gid: 0}}' >"$T/proc-gomax.json"
+ex=$(shim exec --process "$T/proc-gomax.json" gomax1)
+t_not_contains "resview.io/gomaxprocs=false: the container's process has no GOMAXPROCS" "${ex%%--- exec*}" "GOMAXPROCS="
+t_contains "... and has OMP_NUM_THREADS=2" "${ex%%--- exec*}" "OMP_NUM_THREADS=2"
+t_not_contains "... nor has a later exec session" "${ex#*--- exec}" "GOMAXPROCS="
+t_contains "... which has OMP_NUM_THREADS=2" "${ex#*--- exec}" "OMP_NUM_THREADS=2"
+t_contains "resview env says GOMAXPROCS is left to the program, and why" "$("$CLI" env --bundle "$T/b-gomax")" \
+    'GOMAXPROCS is left to the program (annotation resview.io/gomaxprocs="false")'
+shim kill gomax1 KILL; sleep 0.2; shim delete -f gomax1 >/dev/null 2>&1
+rv_bundle "$T/b-gomax-set" "$Q15"
+t_contains "resview env says how to leave a set GOMAXPROCS to the program" "$("$CLI" env --bundle "$T/b-gomax-set")" \
+    'resview.io/gomaxprocs: "false" (or RESVIEW_GOMAXPROCS=0) leaves it to the program'
+# the node turned it off (env.vars): "true" sets it for one container
+rv_config "$T/config-nogo.json" '{"env": {"vars": {"GOMAXPROCS": false}}}'
+t_contains "resview env says when the node leaves it to the program" \
+    "$(RESVIEW_CONFIG=$T/config-nogo.json "$CLI" env --bundle "$T/b-gomax-set")" \
+    'GOMAXPROCS is left to the program (env.vars GOMAXPROCS false on this node'
+out=$(run_shim runc gomax-node "$T/b-gomax-set" "$T/config-nogo.json")
+t_not_contains "env.vars GOMAXPROCS false: not set" "$out" "GOMAXPROCS="
+t_contains "... the others are" "$out" "OMP_NUM_THREADS=2"
+rv_bundle "$T/b-gomax-on" "$Q15 | .annotations = {\"resview.io/gomaxprocs\": \"true\"}"
+out=$(run_shim runc gomax-on "$T/b-gomax-on" "$T/config-nogo.json")
+t_contains "... but resview.io/gomaxprocs=true sets it" "$out" "GOMAXPROCS=2"
+# an invalid value: refused, naming the annotation, the bundle untouched
+rv_bundle "$T/b-gomax-bad" "$Q15 | .annotations = {\"resview.io/gomaxprocs\": \"no\"}"
+sum=$(sha256sum <"$T/b-gomax-bad/config.json")
+out=$(run_shim runc gomax-bad "$T/b-gomax-bad" 2>&1); rc=$?
+t_ok "an invalid resview.io/gomaxprocs is refused" test "$rc" -ne 0
+t_contains "... naming the annotation" "$out" 'annotation resview.io/gomaxprocs: expected "true" or "false"'
+t_eq "... config.json byte for byte intact" "$(sha256sum <"$T/b-gomax-bad/config.json")" "$sum"
 
 # the next runtime receives the original arguments unchanged
 cat >"$T/recorder" <<EOS

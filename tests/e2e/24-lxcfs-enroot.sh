@@ -49,6 +49,12 @@ printf 'SLURM_JOB_ID=42\n' >"$T/slurm/environ"
 run_enroot_hook "$pid2" slurm
 t_eq "enroot in a Slurm job: GOMAXPROCS but no SLURM_*" "$(grep -c '^GOMAXPROCS=1$' "$T/slurm/environ") $(grep -c '^SLURM_' "$T/slurm/environ")" "1 1"
 
+# GOMAXPROCS left to the program (no annotations here: the variable)
+printf 'RESVIEW_LXCFS=0\nRESVIEW_GOMAXPROCS=0\n' >"$T/slurm/environ"
+run_enroot_hook "$pid2" slurm
+t_eq "enroot: RESVIEW_GOMAXPROCS=0: no GOMAXPROCS, OMP_NUM_THREADS still" \
+    "$(grep -c '^GOMAXPROCS=' "$T/slurm/environ") $(grep -c '^OMP_NUM_THREADS=1$' "$T/slurm/environ")" "0 1"
+
 # Opt-outs from the container's environment.
 start_ns optout; pid3=$NS_PID
 printf 'RESVIEW_LXCFS=0\nRESVIEW_ENV=0\n' >"$T/optout/environ"

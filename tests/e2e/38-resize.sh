@@ -4,7 +4,8 @@
 # update` / `crun update` directly (not through resview) and through
 # resview-runtime; a new exec session then reads GOMAXPROCS=1 and
 # SLURM_MEM_PER_NODE=512, and /proc/meminfo shows 512 MiB (LXCFS follows the
-# cgroup by itself). GPU variables keep their value. (This host has 2 CPUs:
+# cgroup by itself). GPU variables keep their value; GOMAXPROCS stays out with
+# resview.io/gomaxprocs "false" and follows with "true". (This host has 2 CPUs:
 # the issue's 4 CPUs show as 2.) docker update: tests/e2e/41-docker.sh.
 source "$(dirname "$0")/../lib/common.sh"
 export LXCFS_DIR=$T/lxcfs
@@ -48,6 +49,28 @@ for rt in runc crun; do
             "exec: GOMAXPROCS=1 now (was GOMAXPROCS=2)"
         shim kill "$id" KILL; sleep 0.2; shim delete -f "$id" >/dev/null 2>&1
     done
+done
+# GOMAXPROCS as the container asks (resview.io/gomaxprocs): "false" keeps it out
+# of exec sessions after a resize too; "true", where env.vars turns it off,
+# follows the resize like the others
+rv_config "$T/config-nogo.json" '{"env": {"vars": {"GOMAXPROCS": false}}}'
+for ask in false true; do
+    id=resize-gomax-$ask
+    cfg=$T/config.json.runc; [ "$ask" = true ] && cfg=$T/config-nogo.json
+    shim() { RESVIEW_CONFIG=$cfg "$RUNTIME" --root "$T/runc-root" "$@"; }
+    rv_bundle "$T/b-$id" "$BIG | .annotations = {\"resview.io/gomaxprocs\": \"$ask\"}"
+    (cd "$T/b-$id" && shim create "$id") </dev/null >/dev/null 2>&1
+    shim start "$id"
+    runc --root "$T/runc-root" update --cpu-quota 100000 --cpu-period 100000 "$id"
+    out=$(shim exec --process "$(proc)" "$id" 2>&1)
+    if [ "$ask" = false ]; then
+        t_not_contains "resview.io/gomaxprocs=false: after a resize, an exec has no GOMAXPROCS" "$out" "GOMAXPROCS="
+        t_contains "... and reads OMP_NUM_THREADS=1" "$out" "OMP_NUM_THREADS=1"
+    else
+        t_contains "env.vars GOMAXPROCS false, resview.io/gomaxprocs=true: after a resize, an exec reads GOMAXPROCS=1" \
+            "$out" "GOMAXPROCS=1"
+    fi
+    shim kill "$id" KILL; sleep 0.2; shim delete -f "$id" >/dev/null 2>&1
 done
 # a record without the runtime's root (written by resview 0.1): the recorded values
 id=resize-oldrecord

@@ -48,6 +48,26 @@ static int count(const char *s, const char *needle)
     return n;
 }
 
+static void set_enabled(const char *name, bool on)
+{
+    for (int i = 0; i < cfg.n_vars; i++)
+        if (strcmp(cfg.vars[i].name, name) == 0)
+            cfg.vars[i].enabled = on;
+}
+
+/* The plan's status of one variable (3 CPUs), -1 if it has none. */
+static int plan_status(json_t *env, int gomaxprocs, const char *name)
+{
+    struct rv_limits lim = { .cpus = 3 };
+    struct rv_env_plan plan;
+
+    rv_env_plan(&cfg, &lim, env, gomaxprocs, &plan);
+    for (int i = 0; i < plan.n; i++)
+        if (strcmp(plan.items[i].name, name) == 0)
+            return (int)plan.items[i].status;
+    return -1;
+}
+
 int main(void)
 {
     struct rv_error err;
@@ -93,6 +113,38 @@ int main(void)
        "invalid annotation value is an error: %s", err.msg);
     out = edit("{\"process\":{\"env\":[\"RESVIEW_LXCFS=yes\"]}}", &err);
     ok(out == NULL && has(err.msg, "RESVIEW_LXCFS"), "invalid env request is an error");
+
+    /* GOMAXPROCS left to the program (Go 1.25+ follows its cgroup), or set
+     * where env.vars turned it off: the container's request wins */
+    out = edit("{\"annotations\":{\"resview.io/gomaxprocs\":\"false\"},\"process\":{\"env\":[]}}", &err);
+    ok(out && !has(out, "GOMAXPROCS") && has(out, "OMP_NUM_THREADS="), "resview.io/gomaxprocs=false: no GOMAXPROCS, the rest injected");
+    out = edit("{\"process\":{\"env\":[\"RESVIEW_GOMAXPROCS=0\"]}}", &err);
+    ok(out && !has(out, "\"GOMAXPROCS=") && has(out, "OMP_NUM_THREADS="), "RESVIEW_GOMAXPROCS=0: the same");
+    set_enabled("GOMAXPROCS", false);
+    out = edit("{\"process\":{\"env\":[]}}", &err);
+    ok(out && !has(out, "GOMAXPROCS"), "env.vars GOMAXPROCS false: not set");
+    out = edit("{\"annotations\":{\"resview.io/gomaxprocs\":\"true\"},\"process\":{\"env\":[]}}", &err);
+    ok(has(out, "\"GOMAXPROCS="), "... but set where the container asks (resview.io/gomaxprocs=true)");
+    out = edit("{\"annotations\":{\"resview.io/gomaxprocs\":\"true\",\"resview.io/env\":\"false\"}}", &err);
+    ok(out && !has(out, "GOMAXPROCS"), "... and resview.io/env=false still means no variables");
+    set_enabled("GOMAXPROCS", true);
+    out = edit("{\"annotations\":{\"resview.io/gomaxprocs\":\"False\"}}", &err);
+    ok(out == NULL && has(err.msg, "resview.io/gomaxprocs") && has(err.msg, "\"true\" or \"false\""),
+       "invalid resview.io/gomaxprocs is an error: %s", err.msg);
+    out = edit("{\"process\":{\"env\":[\"RESVIEW_GOMAXPROCS=no\"]}}", &err);
+    ok(out == NULL && has(err.msg, "RESVIEW_GOMAXPROCS"), "invalid RESVIEW_GOMAXPROCS is an error: %s", err.msg);
+    {
+        /* the plan: the request as rv_spec_request gives it (1, 0, -1 none) */
+        cleanup_json json_t *own = json_pack("[s]", "GOMAXPROCS=7"), *none = json_array();
+        ok(plan_status(none, 0, "GOMAXPROCS") == RV_VAR_LEFT && plan_status(none, 0, "OMP_NUM_THREADS") == RV_VAR_INJECT,
+           "plan: GOMAXPROCS left to the program, OMP_NUM_THREADS injected");
+        ok(plan_status(own, 0, "GOMAXPROCS") == RV_VAR_LEFT, "plan: left even where the container sets it (never recorded)");
+        set_enabled("GOMAXPROCS", false);
+        ok(plan_status(none, -1, "GOMAXPROCS") == RV_VAR_DISABLED, "plan: off in env.vars, not asked: disabled");
+        ok(plan_status(none, 1, "GOMAXPROCS") == RV_VAR_INJECT, "plan: off in env.vars, asked for: injected");
+        ok(plan_status(own, 1, "GOMAXPROCS") == RV_VAR_KEPT, "plan: asked for, the container's own value still wins");
+        set_enabled("GOMAXPROCS", true);
+    }
     out = edit("{\"annotations\":{\"resview.io/fuse\":\"true\"}}", &err);
     cfg.fuse_allowed = false;
     out = edit("{\"annotations\":{\"resview.io/fuse\":\"true\"}}", &err);

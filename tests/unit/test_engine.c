@@ -375,7 +375,8 @@ int main(void)
     round_trip("containerd", "containerd-v3.toml", true, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.resview.options]");
     round_trip("containerd", "containerd-noeol.toml", true, "default_runtime_name = \"resview\"");
     round_trip("containerd", "containerd-debian.toml", false, "pod_annotations = [\"resview.io/*\"]");
-    round_trip("crio", "crio.conf", true, "allowed_annotations = [\"resview.io/lxcfs\"");
+    round_trip("crio", "crio.conf", true, "allowed_annotations = [\"resview.io/lxcfs\", "
+               "\"resview.io/env\", \"resview.io/gomaxprocs\", \"resview.io/fuse\"]");
     round_trip("podman", "containers.conf", true, "resview = [\"/opt/resview/bin/resview-runtime\"]");
     round_trip("podman", "containers-empty.conf", true, "[engine.runtimes]");
     round_trip("docker", "daemon.json", true, "\"default-runtime\": \"resview\"");
