@@ -1,9 +1,10 @@
-/* proc.c - /proc/PID/cgroup and /proc/PID/stat (proc.h). */
+/* proc.c - /proc/PID/cgroup, /proc/PID/stat and our uid map (proc.h). */
 #define _GNU_SOURCE
 #include "resview/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,4 +108,58 @@ int rv_pid_start_time(int piddir, unsigned long long *start)
         return -1;
     buf[r] = '\0';
     return rv_parse_stat_start(buf, start);
+}
+
+uid_t rv_uid_map_host(const char *text, uid_t uid, bool *identity)
+{
+    unsigned long in, out, count;
+    uid_t host = (uid_t)-1;
+    int n;
+
+    *identity = false;
+    /* lines "INSIDE OUTSIDE COUNT" */
+    while (sscanf(text, "%lu %lu %lu%n", &in, &out, &count, &n) == 3) {
+        if (in == 0 && out == 0 && count == 4294967295UL)
+            *identity = true;
+        if (uid >= in && uid - in < count)
+            host = (uid_t)(out + (uid - in));
+        text += n;
+    }
+    return host;
+}
+
+static uid_t host_uid(bool *identity)
+{
+    static int known;
+    static bool ident;
+    static uid_t host = (uid_t)-1;
+    char buf[1024];
+    ssize_t len;
+    int fd;
+
+    if (!known) {
+        fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+        len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        buf[len > 0 ? len : 0] = '\0';
+        host = rv_uid_map_host(buf, geteuid(), &ident);
+        known = 1;
+    }
+    *identity = ident;
+    return host;
+}
+
+bool rv_host_root(void)
+{
+    bool identity;
+
+    return host_uid(&identity) == 0 && identity;
+}
+
+uid_t rv_host_uid(void)
+{
+    bool identity;
+
+    return host_uid(&identity);
 }
