@@ -36,15 +36,14 @@ int rv_pid_start_time(int piddir, unsigned long long *start);
 /* Parse the start time out of the text of /proc/PID/stat (tests). */
 int rv_parse_stat_start(const char *text, unsigned long long *start);
 
-/* Whether this process is root on the host: uid 0 in the initial user
- * namespace, whose uid map is the identity over every id. A rootless engine
- * runs its runtime and hooks as uid 0 of a user namespace of the user's:
- * root there, the user on the host. */
+/* Whether this process is root on the host: its uid is the host's uid 0
+ * (in the initial user namespace, or in one that maps 0 to 0, as enroot run
+ * by root makes). A rootless engine runs its runtime and hooks as uid 0 of
+ * a user namespace of the user's: root there, the user on the host. */
 bool rv_host_root(void);
 /* This process's uid on the host (outside its user namespace); -1 unknown. */
 uid_t rv_host_uid(void);
-/* From the text of /proc/PID/uid_map: the host uid of uid (-1 if unmapped),
- * and whether the map is the initial namespace's identity (tests). */
-uid_t rv_uid_map_host(const char *text, uid_t uid, bool *identity);
+/* The host uid of uid from the text of /proc/PID/uid_map; -1 if unmapped. */
+uid_t rv_uid_map_host(const char *text, uid_t uid);
 
 #endif

@@ -110,28 +110,23 @@ int rv_pid_start_time(int piddir, unsigned long long *start)
     return rv_parse_stat_start(buf, start);
 }
 
-uid_t rv_uid_map_host(const char *text, uid_t uid, bool *identity)
+uid_t rv_uid_map_host(const char *text, uid_t uid)
 {
     unsigned long in, out, count;
-    uid_t host = (uid_t)-1;
     int n;
 
-    *identity = false;
     /* lines "INSIDE OUTSIDE COUNT" */
     while (sscanf(text, "%lu %lu %lu%n", &in, &out, &count, &n) == 3) {
-        if (in == 0 && out == 0 && count == 4294967295UL)
-            *identity = true;
         if (uid >= in && uid - in < count)
-            host = (uid_t)(out + (uid - in));
+            return (uid_t)(out + (uid - in));
         text += n;
     }
-    return host;
+    return (uid_t)-1;
 }
 
-static uid_t host_uid(bool *identity)
+uid_t rv_host_uid(void)
 {
-    static int known;
-    static bool ident;
+    static bool known;
     static uid_t host = (uid_t)-1;
     char buf[1024];
     ssize_t len;
@@ -143,23 +138,13 @@ static uid_t host_uid(bool *identity)
         if (fd >= 0)
             close(fd);
         buf[len > 0 ? len : 0] = '\0';
-        host = rv_uid_map_host(buf, geteuid(), &ident);
-        known = 1;
+        host = rv_uid_map_host(buf, geteuid());
+        known = true;
     }
-    *identity = ident;
     return host;
 }
 
 bool rv_host_root(void)
 {
-    bool identity;
-
-    return host_uid(&identity) == 0 && identity;
-}
-
-uid_t rv_host_uid(void)
-{
-    bool identity;
-
-    return host_uid(&identity);
+    return rv_host_uid() == 0;
 }
