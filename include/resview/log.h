@@ -22,8 +22,8 @@ void rv_log_init(const char *binary, const struct rv_config *cfg);
 void rv_log_set_id(const char *container_id);
 /* Log at level; RV_ERROR is also written to stderr as "resview-<binary>: msg". */
 void rv_log(enum rv_level level, const char *fmt, ...) RV_PRINTF(2, 3);
-/* When neither log can be written (a hook running as a user: enroot without
- * root), write warnings to stderr instead of losing them. */
+/* When log.file cannot be written (a hook running as a user: enroot without
+ * root), write warnings to stderr too (enroot keeps it in its log). */
 void rv_log_stderr_fallback(void);
 /* Also write errors in runc's log format to this file (runc's --log), json or text. */
 void rv_log_runtime_file(const char *path, bool json);

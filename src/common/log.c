@@ -66,21 +66,21 @@ static bool append_line(const char *path, const char *line, size_t len)
     return ok;
 }
 
-/* log.file, else (not root on the host: log.file is root's) our own log in
- * our state_dir, made if need be */
+/* log.file; false if it refused the line, which then goes (not root on the
+ * host: log.file is root's) to our own log in our state_dir, made if need be */
 static bool append_log(const char *line, size_t len)
 {
     char dir[PATH_MAX];
 
     if (append_line(L.file, line, len))
         return true;
-    if (!L.own[0])
-        return false;
-    if (append_line(L.own, line, len))
-        return true;
-    snprintf(dir, sizeof(dir), "%s", L.own);
-    *strrchr(dir, '/') = '\0';
-    return mkdir(dir, 0700) == 0 && append_line(L.own, line, len);
+    if (L.own[0] && !append_line(L.own, line, len)) {
+        snprintf(dir, sizeof(dir), "%s", L.own);
+        *strrchr(dir, '/') = '\0';
+        if (mkdir(dir, 0700) == 0)
+            append_line(L.own, line, len);
+    }
+    return false;
 }
 
 /* --- runc's log format (logrus, as built into runc) -------------------------- */
