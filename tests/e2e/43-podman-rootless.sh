@@ -10,10 +10,11 @@
 #    root's), the views record to root's users/, and a root `resview repair`
 #    heals the views after LXCFS restarts;
 #  - a FUSE request is refused in one line, the container does not start.
-# On cgroup v1 rootless podman ignores --cpus and --memory, crun 1.8 refuses
-# the hybrid host (tests/lib/crun-v1 cannot hide its cgroup2 mount inside the
-# user's namespace) and there is no newuidmap: there the values are the
-# host's, runc only, one uid mapped. Everything made is removed at exit.
+# On cgroup v1 rootless podman ignores --cpus and --memory, and crun 1.8
+# refuses the hybrid host (tests/lib/crun-v1 cannot hide its cgroup2 mount
+# inside the user's namespace): there the values are the host's, runc only.
+# Without newuidmap (this host) podman maps the user's uid alone. Everything
+# made is removed at exit.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 
