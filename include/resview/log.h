@@ -17,7 +17,8 @@ size_t rv_escape(char *dst, size_t size, const char *src);
 
 /* binary: "runtime", "hook", "cli". Safe to call before a config is loaded
  * (then only errors reach stderr). A process that is not root on the host
- * writes what log.file refuses to resview.log in its own state_dir (config.h). */
+ * writes what log.file refuses to resview.log in its own state_dir (config.h),
+ * and its warnings to stderr when that fails too. */
 void rv_log_init(const char *binary, const struct rv_config *cfg);
 void rv_log_set_id(const char *container_id);
 /* Log at level; RV_ERROR is also written to stderr as "resview-<binary>: msg". */
