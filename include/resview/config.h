@@ -36,7 +36,8 @@ struct rv_config {
     char hook_stage[16];          /* "prestart" | "createRuntime" */
     char lxcfs_root[PATH_MAX];
     bool lxcfs_required;
-    char state_dir[PATH_MAX];     /* /run/resview */
+    char state_dir[PATH_MAX];     /* /run/resview; this process's own (below) */
+    char host_state_dir[PATH_MAX];   /* state_dir as configured, root's: users/, watch's socket */
     bool env_enabled;
     enum rv_rounding rounding;
     struct rv_var vars[RV_MAX_VARS];
@@ -59,7 +60,11 @@ struct rv_config {
 void rv_config_defaults(struct rv_config *cfg);
 /* Load $RESVIEW_CONFIG, else /etc/resview/config.json; a missing default file
  * means defaults. Fails only when the file exists but cannot be read or is not
- * a JSON object; key-level problems become warnings. */
+ * a JSON object; key-level problems become warnings. A process that is not
+ * root on the host (a rootless engine's runtime and hooks, enroot as a user)
+ * cannot write root's state_dir: its own records go to $XDG_RUNTIME_DIR/resview
+ * (else /run/user/UID/resview, UID its host uid), and so does its log when
+ * log.file refuses it (log.h). */
 int rv_config_load(struct rv_config *cfg, struct rv_error *err);
 /* Same, from an explicit path (must exist). */
 int rv_config_load_file(struct rv_config *cfg, const char *path, struct rv_error *err);

@@ -16,13 +16,15 @@
 size_t rv_escape(char *dst, size_t size, const char *src);
 
 /* binary: "runtime", "hook", "cli". Safe to call before a config is loaded
- * (then only errors reach stderr). */
+ * (then only errors reach stderr). A process that is not root on the host
+ * writes what log.file refuses to resview.log in its own state_dir (config.h),
+ * and its warnings to stderr when that fails too. */
 void rv_log_init(const char *binary, const struct rv_config *cfg);
 void rv_log_set_id(const char *container_id);
 /* Log at level; RV_ERROR is also written to stderr as "resview-<binary>: msg". */
 void rv_log(enum rv_level level, const char *fmt, ...) RV_PRINTF(2, 3);
 /* When log.file cannot be written (a hook running as a user: enroot without
- * root), write warnings to stderr instead of losing them. */
+ * root), write warnings to stderr too (enroot keeps it in its log). */
 void rv_log_stderr_fallback(void);
 /* Also write errors in runc's log format to this file (runc's --log), json or text. */
 void rv_log_runtime_file(const char *path, bool json);

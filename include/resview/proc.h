@@ -1,11 +1,13 @@
 /* proc.h - what resview reads of a process in /proc: its cgroups (one parser
  * of /proc/PID/cgroup for every caller: limits, the FUSE broker, hostexec,
- * the node agent) and its start time (to pin a /proc/PID directory). */
+ * the node agent), its start time (to pin a /proc/PID directory), and who
+ * it is on the host (its uid map). */
 #ifndef RESVIEW_PROC_H
 #define RESVIEW_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* One line of /proc/PID/cgroup, "ID:CONTROLLERS:PATH": a v1 hierarchy's
  * comma-separated controllers (or name=NAME), none on the unified hierarchy
@@ -33,5 +35,15 @@ bool rv_cgroup_find(const char *text, const char *ctrl, struct rv_cgroup_line *l
 int rv_pid_start_time(int piddir, unsigned long long *start);
 /* Parse the start time out of the text of /proc/PID/stat (tests). */
 int rv_parse_stat_start(const char *text, unsigned long long *start);
+
+/* Whether this process is root on the host: its uid is the host's uid 0
+ * (in the initial user namespace, or in one that maps 0 to 0, as enroot run
+ * by root makes). A rootless engine runs its runtime and hooks as uid 0 of
+ * a user namespace of the user's: root there, the user on the host. */
+bool rv_host_root(void);
+/* This process's uid on the host (outside its user namespace); -1 unknown. */
+uid_t rv_host_uid(void);
+/* The host uid of uid from the text of /proc/PID/uid_map; -1 if unmapped. */
+uid_t rv_uid_map_host(const char *text, uid_t uid);
 
 #endif

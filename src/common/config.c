@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "resview/config.h"
 #include "resview/json.h"
+#include "resview/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +72,7 @@ void rv_config_defaults(struct rv_config *cfg)
     strcpy(cfg->hook_stage, "prestart");
     strcpy(cfg->lxcfs_root, "/var/lib/lxcfs");
     strcpy(cfg->state_dir, "/run/resview");
+    strcpy(cfg->host_state_dir, cfg->state_dir);
     cfg->env_enabled = true;
     cfg->rounding = RV_ROUND_CEIL;
     memcpy(cfg->vars, default_vars, sizeof(default_vars));
@@ -318,6 +320,7 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
             parse_runtimes(cfg, val);
         } else if (strcmp(key, "state_dir") == 0) {
             get_string(cfg, val, "state_dir", cfg->state_dir, sizeof(cfg->state_dir));
+            strcpy(cfg->host_state_dir, cfg->state_dir);
         } else if (strcmp(key, "log") == 0) {
             FOREACH_KEY(val, "log", k2, v2) {
                 if (strcmp(k2, "file") == 0)
@@ -424,16 +427,33 @@ int rv_config_load_file(struct rv_config *cfg, const char *path, struct rv_error
     return 0;
 }
 
+/* Not root on the host: the user's runtime directory (config.h). */
+static void own_state_dir(struct rv_config *cfg)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    uid_t uid;
+
+    if (rv_host_root())
+        return;
+    if (xdg && xdg[0] == '/' && rv_snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s/resview", xdg) >= 0)
+        return;
+    uid = rv_host_uid();
+    snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/run/user/%u/resview",
+             (unsigned)(uid == (uid_t)-1 ? geteuid() : uid));
+}
+
 int rv_config_load(struct rv_config *cfg, struct rv_error *err)
 {
     const char *env = getenv("RESVIEW_CONFIG");
+    int r = 0;
 
     rv_config_defaults(cfg);
     if (env && *env) {
         cfg->from_env = true;
-        return rv_config_load_file(cfg, env, err);
+        r = rv_config_load_file(cfg, env, err);
+    } else if (access(RV_CONFIG_DEFAULT, F_OK) == 0 || errno != ENOENT) {
+        r = rv_config_load_file(cfg, RV_CONFIG_DEFAULT, err);
     }
-    if (access(RV_CONFIG_DEFAULT, F_OK) < 0 && errno == ENOENT)
-        return 0;
-    return rv_config_load_file(cfg, RV_CONFIG_DEFAULT, err);
+    own_state_dir(cfg);
+    return r;
 }

@@ -6,17 +6,19 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static struct {
     const char *binary;
     char file[PATH_MAX];
+    char own[PATH_MAX];         /* not root on the host: state_dir/resview.log (config.h) */
     enum rv_level level;
     char id[80];
     const char *runtime_log;
     bool runtime_json;
     bool stderr_fallback;
-} L = { "resview", "", RV_ERROR, "-", NULL, false, false };
+} L = { "resview", "", "", RV_ERROR, "-", NULL, false, false };
 
 void rv_log_init(const char *binary, const struct rv_config *cfg)
 {
@@ -24,6 +26,10 @@ void rv_log_init(const char *binary, const struct rv_config *cfg)
     if (cfg) {
         snprintf(L.file, sizeof(L.file), "%s", cfg->log_file);
         L.level = cfg->log_level;
+        L.own[0] = '\0';
+        if (strcmp(cfg->state_dir, cfg->host_state_dir) != 0 &&
+            rv_snprintf(L.own, sizeof(L.own), "%s/resview.log", cfg->state_dir) < 0)
+            L.own[0] = '\0';
     }
 }
 
@@ -58,6 +64,24 @@ static bool append_line(const char *path, const char *line, size_t len)
     ok = write(fd, line, len) == (ssize_t)len;
     close(fd);
     return ok;
+}
+
+/* 0: log.file took the line; 1: it refused and our own log (not root on the
+ * host: log.file is root's) in our state_dir took it, made if need be; -1:
+ * neither */
+static int append_log(const char *line, size_t len)
+{
+    char dir[PATH_MAX];
+
+    if (append_line(L.file, line, len))
+        return 0;
+    if (!L.own[0])
+        return -1;
+    if (append_line(L.own, line, len))
+        return 1;
+    snprintf(dir, sizeof(dir), "%s", L.own);
+    *strrchr(dir, '/') = '\0';
+    return mkdir(dir, 0700) == 0 && append_line(L.own, line, len) ? 1 : -1;
 }
 
 /* --- runc's log format (logrus, as built into runc) -------------------------- */
@@ -179,7 +203,7 @@ void rv_log(enum rv_level level, const char *fmt, ...)
     struct timespec ts;
     struct tm tm;
     va_list ap;
-    int n;
+    int n, r;
 
     va_start(ap, fmt);
     vsnprintf(raw, sizeof(raw), fmt, ap);
@@ -197,8 +221,12 @@ void rv_log(enum rv_level level, const char *fmt, ...)
     strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%S", &tm);
     n = snprintf(line, sizeof(line), "%s.%03ldZ %s resview-%s[%d] id=%s: %s\n", tbuf,
                  ts.tv_nsec / 1000000, rv_level_name(level), L.binary, (int)getpid(), L.id, msg);
-    if (n > 0 && !append_line(L.file, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) &&
-        L.stderr_fallback && level == RV_WARN)
+    if (n <= 0)
+        return;
+    r = append_log(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    /* a warning no log took, of a process that is not root on the host, or
+     * one log.file refused (rv_log_stderr_fallback) */
+    if (level == RV_WARN && ((r < 0 && L.own[0]) || (r != 0 && L.stderr_fallback)))
         fprintf(stderr, "resview-%s: warning: %s\n", L.binary, msg);
 }
 

@@ -1,9 +1,10 @@
-/* proc.c - /proc/PID/cgroup and /proc/PID/stat (proc.h). */
+/* proc.c - /proc/PID/cgroup, /proc/PID/stat and our uid map (proc.h). */
 #define _GNU_SOURCE
 #include "resview/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,4 +108,43 @@ int rv_pid_start_time(int piddir, unsigned long long *start)
         return -1;
     buf[r] = '\0';
     return rv_parse_stat_start(buf, start);
+}
+
+uid_t rv_uid_map_host(const char *text, uid_t uid)
+{
+    unsigned long in, out, count;
+    int n;
+
+    /* lines "INSIDE OUTSIDE COUNT" */
+    while (sscanf(text, "%lu %lu %lu%n", &in, &out, &count, &n) == 3) {
+        if (uid >= in && uid - in < count)
+            return (uid_t)(out + (uid - in));
+        text += n;
+    }
+    return (uid_t)-1;
+}
+
+uid_t rv_host_uid(void)
+{
+    static bool known;
+    static uid_t host = (uid_t)-1;
+    char buf[1024];
+    ssize_t len;
+    int fd;
+
+    if (!known) {
+        fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+        len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        buf[len > 0 ? len : 0] = '\0';
+        host = rv_uid_map_host(buf, geteuid());
+        known = true;
+    }
+    return host;
+}
+
+bool rv_host_root(void)
+{
+    return rv_host_uid() == 0;
 }

@@ -369,7 +369,7 @@ void rv_state_lxcfs_unmark(const struct rv_config *cfg)
 
 static int users_dir(const struct rv_config *cfg, char *out, size_t size, struct rv_error *err)
 {
-    if (rv_snprintf(out, size, "%s/users", cfg->state_dir) < 0)
+    if (rv_snprintf(out, size, "%s/users", cfg->host_state_dir) < 0)
         return rv_fail(err, ENAMETOOLONG, "state directory");
     return 0;
 }

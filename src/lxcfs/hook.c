@@ -181,13 +181,14 @@ static int hook_child(void *arg)
     return rv_inject_run(req) < 0 ? 1 : 0;
 }
 
-/* Record the views for repair: in containers/<id>/, or, for a hook that runs
- * as a user (enroot without root: the state directory is root's), in users/
- * where repair checks the record against the kernel before acting on it. */
+/* Record the views for repair: in containers/<id>/, or, for a hook that is
+ * not root on the host (enroot as a user, a rootless engine's), in root's
+ * users/ where repair checks the record against the kernel before acting on
+ * it (nothing repairs from the user's own state_dir). */
 static void record(const struct rv_config *cfg, const char *id, const struct rv_inject *req,
                    const char *status, const char *why)
 {
-    struct rv_error err, uerr;
+    struct rv_error err;
     cleanup_json json_t *rec = rv_views_record(req, status, why);
     char name[64];
 
@@ -195,17 +196,25 @@ static void record(const struct rv_config *cfg, const char *id, const struct rv_
         rv_log(RV_WARN, "record the views: out of memory");
         return;
     }
-    if (rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) == 0)
-        return;
-    if ((err.errnum != EACCES && err.errnum != EPERM) || !req->want_mntns) {
-        rv_log(RV_WARN, "record the views: %s", err.msg);
-        return;
+    if (rv_host_root() || !req->want_mntns) {
+        if (rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) < 0)
+            rv_log(RV_WARN, "record the views: %s", err.msg);
+    } else if (rv_state_user_write(cfg, rec, name, sizeof(name), &err) < 0) {
+        rv_log(RV_WARN, "record the views for `resview repair` (not root on the host): %s", err.msg);
+    } else {
+        rv_log(RV_DEBUG, "views recorded as %s/users/%s", cfg->host_state_dir, name);
     }
-    if (rv_state_user_write(cfg, rec, name, sizeof(name), &uerr) < 0)
-        rv_log(RV_WARN, "record the views for `resview repair`: %s; as a user: %s", err.msg,
-               uerr.msg);
-    else
-        rv_log(RV_DEBUG, "views recorded as %s/users/%s", cfg->state_dir, name);
+}
+
+/* The container's mount namespace, for its record (repair.c) */
+static void note_mntns(struct rv_inject *req)
+{
+    char ns[64];
+    struct stat st;
+
+    snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)req->pid);
+    if (stat(ns, &st) == 0)
+        req->want_mntns = st.st_ino;
 }
 
 /* After the bounded child: log, record, and the exit code. */
@@ -285,7 +294,7 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     /* an earlier hook's probe still waits for LXCFS: so would ours (the child
      * then only notes the rootfs) */
     job->lxcfs_stuck = stuck != 0;
-    snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->state_dir, RV_VIEWHOLD_SOCK);
+    snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir, RV_VIEWHOLD_SOCK);
     if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
         job->req.n_failed = job->req.n;
         if (job->lx.live)
@@ -317,6 +326,9 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
     rv_log_set_id(st.id);
     job->req.pid = st.pid;
     job->req.replace_foreign = true;
+    /* a rootless engine's container: recorded in users/, by its namespace */
+    if (!rv_host_root())
+        note_mntns(&job->req);
     job->req.legacy_bind = getenv("RESVIEW_LEGACY_BIND") && strcmp(getenv("RESVIEW_LEGACY_BIND"), "1") == 0;
     if (job->root_path) {
         /* the shim decided: views on, and where the rootfs is */
@@ -418,13 +430,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     /* The container is its mount namespace: under pyxis the process enroot
      * names (`sh -c 'kill -STOP $$'`) ends as soon as the job's tasks have
      * joined it; repair finds the namespace through them. */
-    {
-        char ns[64];
-        struct stat st;
-        snprintf(ns, sizeof(ns), "/proc/%u/ns/mnt", (unsigned)pid);
-        if (stat(ns, &st) == 0)
-            job->req.want_mntns = st.st_ino;
-    }
+    note_mntns(&job->req);
     if (!realpath(rootfs, job->req.rootfs) ||
         rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0) {
         rv_log(RV_ERROR, "--enroot: rootfs `%s`: %s", rootfs, strerror(errno));

@@ -9,6 +9,7 @@
 #include "resview/fuse.h"
 #include "resview/gpus.h"
 #include "resview/log.h"
+#include "resview/proc.h"
 #include "resview/spec.h"
 #include "resview/state.h"
 
@@ -86,7 +87,7 @@ static const char *runtime_root(const struct rv_args *a, const char *next, char 
         return getcwd(cwd, sizeof(cwd)) && rv_snprintf(buf, size, "%s/%s", cwd, a->root) >= 0
                    ? buf : NULL;
     }
-    if (geteuid() != 0)
+    if (!rv_host_root())
         return NULL;
     if (strcmp(base, "runc") == 0 || strcmp(base, "nvidia-container-runtime") == 0)
         return "/run/runc";
@@ -125,6 +126,12 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
      * to know what the next runtime can do (a refusal fails in the edit). */
     if (rv_fuse_wanted(spec.root, cfg, fuse_runtime, &fuse, err) == 0 && fuse) {
+        /* the broker mounts as root on the host: a rootless engine's container is refused */
+        if (!rv_host_root()) {
+            rv_fail(err, 0, "FUSE: refused: the runtime is not root on the host (a rootless "
+                    "engine), and FUSE mounts go through resview's broker, which needs root there");
+            goto out;
+        }
         if (rv_spec_load_all(&spec, err) < 0 || rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
             goto out;
         ctx.fuse_rt = &rt;

@@ -76,6 +76,7 @@ int main(void)
     ok(mkdtemp(base) != NULL, "temp dir");
     atexit(cleanup);
     snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", base);
+    strcpy(cfg.host_state_dir, cfg.state_dir);
 
     ok(rv_state_write(&cfg, ".dot", "views", a, &err) == 0, "an id beginning with '.' is recorded");
     ok(rv_state_write(&cfg, "plain", "views", a, &err) == 0, "a plain id too");

@@ -20,7 +20,7 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 # host-only packages: building, fuzzing, valgrind, the guest's own tools
 SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|clang|valgrind|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils)$'
 EXTRA="linux-image-amd64 systemd-sysv udev kmod dbus iproute2 procps libjansson4 libseccomp2
-       libmount1 gcc libc6-dev nodejs make ca-certificates uidmap slirp4netns apparmor"
+       libmount1 gcc libc6-dev nodejs make ca-certificates uidmap slirp4netns dbus-user-session apparmor"
 pkgs=$(sed 's/#.*//' tests/deps.d/*.txt | tr -s ' \t' '\n' | grep -v '^$' | grep -Ev "$SKIP" | sort -u | tr '\n' ' ')
 pkgs=$(echo $pkgs $EXTRA)
 stamp=$( (cat "$0" tests/v2/guest/*; echo "$pkgs") | sha256sum | cut -c1-16)
