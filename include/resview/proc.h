@@ -43,7 +43,9 @@ int rv_parse_stat_start(const char *text, unsigned long long *start);
 bool rv_host_root(void);
 /* This process's uid on the host (outside its user namespace); -1 unknown. */
 uid_t rv_host_uid(void);
-/* The host uid of uid from the text of /proc/PID/uid_map; -1 if unmapped. */
-uid_t rv_uid_map_host(const char *text, uid_t uid);
+/* An id through the text of /proc/PID/uid_map or gid_map: inside the
+ * namespace to outside (inward false: who a uid is on the host), or outside
+ * to inside (inward true). 0, or -1 if unmapped. */
+int rv_id_map(const char *text, unsigned id, bool inward, unsigned *out);
 
 #endif

@@ -238,28 +238,14 @@ int rv_mountreq_caller(const char *status, struct rv_mount_caller *out)
     return 0;
 }
 
-/* One id through a uid_map/gid_map text ("inside outside count" lines). */
-static int map_id(const char *map, unsigned outside, unsigned *inside)
-{
-    for (const char *line = map; line && *line;) {
-        unsigned long long in, out, count;
-        if (sscanf(line, "%llu %llu %llu", &in, &out, &count) == 3 && outside >= out &&
-            outside - out < count && in + (outside - out) <= UINT_MAX) {
-            *inside = (unsigned)(in + (outside - out));
-            return 0;
-        }
-        line = strchr(line, '\n');
-        line = line ? line + 1 : NULL;
-    }
-    return -EPERM;
-}
-
 int rv_mountreq_ids_in_ns(const char *uid_map, const char *gid_map, struct rv_mount_caller *ids)
 {
     unsigned v[4];
 
-    if (map_id(uid_map, ids->uid, &v[0]) < 0 || map_id(uid_map, ids->fsuid, &v[1]) < 0 ||
-        map_id(gid_map, ids->gid, &v[2]) < 0 || map_id(gid_map, ids->fsgid, &v[3]) < 0)
+    if (rv_id_map(uid_map, ids->uid, true, &v[0]) < 0 ||
+        rv_id_map(uid_map, ids->fsuid, true, &v[1]) < 0 ||
+        rv_id_map(gid_map, ids->gid, true, &v[2]) < 0 ||
+        rv_id_map(gid_map, ids->fsgid, true, &v[3]) < 0)
         return -EPERM;
     ids->uid = v[0];
     ids->fsuid = v[1];

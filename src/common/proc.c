@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,18 +111,22 @@ int rv_pid_start_time(int piddir, unsigned long long *start)
     return rv_parse_stat_start(buf, start);
 }
 
-uid_t rv_uid_map_host(const char *text, uid_t uid)
+int rv_id_map(const char *text, unsigned id, bool inward, unsigned *out)
 {
-    unsigned long in, out, count;
+    unsigned long long in, outside, count, from, to;
     int n;
 
     /* lines "INSIDE OUTSIDE COUNT" */
-    while (sscanf(text, "%lu %lu %lu%n", &in, &out, &count, &n) == 3) {
-        if (uid >= in && uid - in < count)
-            return (uid_t)(out + (uid - in));
+    while (sscanf(text, "%llu %llu %llu%n", &in, &outside, &count, &n) == 3) {
+        from = inward ? outside : in;
+        to = inward ? in : outside;
+        if (id >= from && id - from < count && to + (id - from) < UINT_MAX) {
+            *out = (unsigned)(to + (id - from));
+            return 0;
+        }
         text += n;
     }
-    return (uid_t)-1;
+    return -1;
 }
 
 uid_t rv_host_uid(void)
@@ -129,6 +134,7 @@ uid_t rv_host_uid(void)
     static bool known;
     static uid_t host = (uid_t)-1;
     char buf[1024];
+    unsigned id;
     ssize_t len;
     int fd;
 
@@ -138,7 +144,8 @@ uid_t rv_host_uid(void)
         if (fd >= 0)
             close(fd);
         buf[len > 0 ? len : 0] = '\0';
-        host = rv_uid_map_host(buf, geteuid());
+        if (rv_id_map(buf, geteuid(), false, &id) == 0)
+            host = id;
         known = true;
     }
     return host;

@@ -158,7 +158,8 @@ t_ok "concurrent runs: uninstall gives back the original" cmp "$T/conc.toml" "$S
 # the reference snippets under hooks/ are exactly what configure writes
 snip() { # ENGINE FILE [extra]
     local e=$1 f=$2; shift 2
-    "$CLI" configure --engine=$e --config "$T/snip/$f" --runtime-path /usr/local/bin/resview-runtime "$@" >/dev/null 2>&1
+    "$CLI" configure --engine=$e --config "$T/snip/$f" --runtime-path /usr/local/bin/resview-runtime \
+        --hooks-dir "$T/snip/hooks.d" "$@" >/dev/null 2>&1
     t_ok "hooks/$f is what configure --engine=$e writes" cmp "$T/snip/$f" "$TOP/hooks/$f"
 }
 snip containerd containerd/config-v2.toml --containerd-version 2

@@ -26,11 +26,18 @@ int main(void)
     ok(rv_parse_stat_start("42 (x) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12x 1", &st) < 0,
        "start time: non-numeric field refused");
     /* who we are on the host */
-    ok(rv_uid_map_host("         0          0 4294967295\n", 0) == 0, "uid map: the host's, root");
-    ok(rv_uid_map_host("         0       1001          1\n         1     100000      65536\n", 0) == 1001,
-       "uid map: a rootless engine's uid 0 is its user");
-    ok(rv_uid_map_host("0 1001 1\n1 100000 65536\n", 1000) == 100999, "uid map: a subordinate uid");
-    ok(rv_uid_map_host("0 1001 1\n", 5) == (uid_t)-1, "uid map: unmapped");
+    {
+        unsigned u = 7;
+        ok(rv_id_map("         0          0 4294967295\n", 0, false, &u) == 0 && u == 0,
+           "uid map: the host's, root");
+        ok(rv_id_map("         0       1001          1\n         1     100000      65536\n", 0, false, &u) == 0 &&
+           u == 1001, "uid map: a rootless engine's uid 0 is its user");
+        ok(rv_id_map("0 1001 1\n1 100000 65536\n", 1000, false, &u) == 0 && u == 100999,
+           "uid map: a subordinate uid");
+        ok(rv_id_map("0 1001 1\n1 100000 65536\n", 100999, true, &u) == 0 && u == 1000,
+           "uid map: and back, inward");
+        ok(rv_id_map("0 1001 1\n", 5, false, &u) < 0, "uid map: unmapped");
+    }
     {
         int fd = open("/proc/self", O_PATH | O_DIRECTORY);
         ok(fd >= 0 && rv_pid_start_time(fd, &st) == 0 && st > 0, "start time of this process");
