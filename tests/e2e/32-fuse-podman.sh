@@ -19,14 +19,7 @@ done
 fuse_probe_build || exit 1
 
 rv_config "$T/config.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" '{fuse: {allowed: true, seccomp_profile: $p}}')"
-# conmon does not pass its environment to the runtime: a wrapper does.
-printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/rv-runtime"
-chmod +x "$T/rv-runtime"
-printf '[engine]\ncgroup_manager = "%s"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
-    "$ENGINE_CGROUPS" "$T/pm-events.log" >"$T/containers.conf"
-export CONTAINERS_CONF=$T/containers.conf
-pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager "$ENGINE_CGROUPS" "$@"; }
-t_cleanup "pm rm -af -t 0"
+podman_private "$T/config.json"
 # podman's default ulimits exceed what this machine allows; MKNOD so that the
 # device cgroup, not a missing capability, stops the GPU node.
 run() {

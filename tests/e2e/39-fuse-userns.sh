@@ -199,13 +199,7 @@ for f in /etc/subuid /etc/subgid; do
     [ -e "$f" ] || { touch "$f"; t_cleanup "rm -f $f"; }
     grep -q '^containers:' "$f" || { echo "containers:300000:1000000" >>"$f"; t_cleanup "sed -i '/^containers:300000:1000000\$/d' $f"; }
 done
-printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$T/config.json" "$RUNTIME" >"$T/rv-runtime"
-chmod +x "$T/rv-runtime"
-printf '[engine]\ncgroup_manager = "%s"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
-    "$ENGINE_CGROUPS" "$T/pm-events.log" >"$T/containers.conf"
-export CONTAINERS_CONF=$T/containers.conf
-pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager "$ENGINE_CGROUPS" "$@"; }
-t_cleanup "pm rm -af -t 0"
+podman_private "$T/config.json"
 fuse_rootfs "$T/pm-rootfs"
 tar -C "$T/pm-rootfs" -cf "$T/pm.tar" .
 pm import "$T/pm.tar" localhost/rvtest:userns >/dev/null || { echo "not ok - podman import"; exit 1; }

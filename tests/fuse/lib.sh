@@ -13,6 +13,7 @@
 # fuse_tenant_prep          a hostile tenant's tests (36, 37): the tools, the
 #                            probe and fuse-hang built, LXCFS on $LXCFS_DIR
 # $DOCKER_CAPS              docker's default capability set (CAP_SYS_CHROOT among them)
+# podman_private CONFIG     podman on private storage: pm, $T/rv-runtime
 DOCKER_CAPS='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FSETID","CAP_FOWNER","CAP_MKNOD","CAP_NET_RAW","CAP_SETGID",
   "CAP_SETUID","CAP_SETFCAP","CAP_SETPCAP","CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_KILL","CAP_AUDIT_WRITE"]'
 fuse_tenant_prep() {
@@ -25,6 +26,19 @@ fuse_tenant_prep() {
     t_cleanup "lxcfs_stop $LXCFS_DIR"
     lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; return 1; }
 }
+
+# podman_private CONFIG   podman on private storage (pm ARGS...), its runtime
+#                         $T/rv-runtime: resview with CONFIG (conmon does not pass
+#                         its environment to the runtime: a wrapper does)
+podman_private() {
+    printf '#!/bin/sh\nRESVIEW_CONFIG=%s exec %s "$@"\n' "$1" "$RUNTIME" >"$T/rv-runtime"
+    chmod +x "$T/rv-runtime"
+    printf '[engine]\ncgroup_manager = "%s"\nevents_logger = "file"\nevents_logfile_path = "%s"\n' \
+        "$ENGINE_CGROUPS" "$T/pm-events.log" >"$T/containers.conf"
+    export CONTAINERS_CONF=$T/containers.conf
+    t_cleanup "pm rm -af -t 0"
+}
+pm() { podman --root "$T/pm-root" --runroot "$T/pm-run" --tmpdir "$T/pm-tmp" --cgroup-manager "$ENGINE_CGROUPS" "$@"; }
 
 fuse_probe_build() {
     gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$T/fuse-probe" "$TOP/tests/fuse/fuse-probe.c" ||
