@@ -15,8 +15,8 @@
 #define RV_VIEWS_FILE "views"
 
 /* The handover. resview-runtime has read config.json at create: it writes our
- * entry with root.path as an argument ("--rootfs=PATH", relative to the
- * bundle or absolute), and adds the entry only when the container wants the
+ * entry with root.path as an argument ("--rootfs=PATH", joined to the bundle
+ * when relative, edit.c), and adds the entry only when the container wants the
  * views. With it the hook reads no config.json; without it (hooks.d files,
  * no shim) it reads the spec for both. Only the shim's own entry can carry
  * it: the shim takes every other resview-hook entry out of the spec (edit.c),

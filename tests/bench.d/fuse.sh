@@ -79,21 +79,33 @@ echo "spec with docker's profile shape:"
 
 echo
 echo "== FUSE: one mount through the broker vs the same mount by a process with CAP_SYS_ADMIN ($MOUNTS mounts, each unmounted)"
+echo "   (userns: the broker's mount for a container in its own user namespace, made as that namespace)"
 fuse_probe_build || exit 1
 fuse_rootfs "$T/rootfs"
-for arm in broker direct; do
+for arm in broker userns direct; do
     rv_bundle "$T/m-$arm" ".root.path = \"$T/rootfs\" | .root.readonly = true
         | .process.args = [\"fuse-probe\", \"loop\", \"/mnt/fuse\", \"$MOUNTS\"]
         | .annotations[\"resview.io/lxcfs\"] = \"false\""
 done
 jq '.annotations["resview.io/fuse"] = "true"' "$T/m-broker/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-broker/config.json"
+# ids 0-65535 as 100000+, on a copy of the rootfs they own; the host's
+# /dev/fuse as udev makes it (runc binds it in)
+chmod 0755 "$T"
+cp -a "$T/rootfs" "$T/rootfs-userns" && chown -R 100000:100000 "$T/rootfs-userns"
+t_cleanup "chmod $(stat -c %a /dev/fuse) /dev/fuse"
+chmod 0666 /dev/fuse
+jq --arg r "$T/rootfs-userns" '.annotations["resview.io/fuse"] = "true" | .root.path = $r
+    | .linux.namespaces += [{type: "user"}] | .mounts |= map(select(.type != "cgroup"))
+    | .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
+    | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]' \
+    "$T/m-userns/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-userns/config.json"
 jq '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])
     | .linux.devices += [{path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMode: 438, uid: 0, gid: 0}]
     | .linux.resources.devices += [{allow: true, type: "c", major: 10, minor: 229, access: "rwm"}]' \
     "$T/m-direct/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-direct/config.json"
 for round in 1 2 3; do
-    for arm in broker direct; do
-        if [ $arm = broker ]; then out=$(cd "$T/m-$arm" && "$T/shim" --root "$T/rm" run "m-$arm-$round" 2>&1)
+    for arm in broker userns direct; do
+        if [ $arm != direct ]; then out=$(cd "$T/m-$arm" && "$T/shim" --root "$T/rm" run "m-$arm-$round" 2>&1)
         else out=$(cd "$T/m-$arm" && runc --root "$T/rm" run "m-$arm-$round" 2>&1); fi
         grep -q "ok $MOUNTS" <<<"$out" || { echo "bench: $arm: $out" >&2; exit 1; }
         sed -n "s/^loop-time /$arm /p" <<<"$out" >>"$T/mounts"
@@ -106,9 +118,11 @@ for line in open(sys.argv[1]):
     m = re.match(r"(\w+) mount\+umount (\d+) us, mount (\d+) us", line)
     arms.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3))))
 b = [statistics.median(x) for x in zip(*arms["broker"])]
+u = [statistics.median(x) for x in zip(*arms["userns"])]
 d = [statistics.median(x) for x in zip(*arms["direct"])]
-print("mount           broker %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f us" % (b[1], d[1], b[1] - d[1]))
-print("mount + umount  broker %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f us" % (b[0], d[0], b[0] - d[0]))
+for i, what in ((1, "mount         "), (0, "mount + umount")):
+    print("%s  broker %6.0f us  userns %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f / %+6.0f us"
+          % (what, b[i], u[i], d[i], b[i] - d[i], u[i] - d[i]))
 PY
 
 echo

@@ -35,7 +35,7 @@ for rt in runc crun; do
     cp "$T/b-$rt/config.json" "$T/b-$rt/config.orig"
     : >"$T/hook-args"
     out=$(run_shim $rt "ho-$rt-$$" "$T/b-$rt" 2>&1)
-    t_eq "$rt: the hook got root.path from the shim" "$(cat "$T/hook-args")" "--rootfs=rootfs"
+    t_eq "$rt: the hook got root.path from the shim, joined to the bundle" "$(cat "$T/hook-args")" "--rootfs=$T/b-$rt/rootfs"
     t_contains "$rt: config.json was garbled before the hook ran" "$(cat "$T/b-$rt/config.json")" "{ garbage"
     t_contains "$rt: views mounted without reading config.json: MemTotal is the limit" "$out" "MemTotal:         524288 kB"
     t_contains "$rt: nine views" "$out" $'\n9'
@@ -60,6 +60,6 @@ jq --arg h "$T/bin/resview-hook" '.hooks = {
     "$T/fake/config.json" >"$T/fake/c.json" && mv "$T/fake/c.json" "$T/fake/config.json"
 : >"$T/hook-args"
 out=$(run_shim runc "ho-fake-$$" "$T/fake" 2>&1)
-t_eq "tenant entries: the hook ran once, with the shim's handover" "$(cat "$T/hook-args")" "--rootfs=rootfs"
+t_eq "tenant entries: the hook ran once, with the shim's handover" "$(cat "$T/hook-args")" "--rootfs=$T/fake/rootfs"
 t_contains "tenant entries: views in the container" "$out" "MemTotal:         524288 kB"
 t_eq "tenant entries: no view was mounted on the host's /proc" "$(grep -c ' /proc/meminfo ' /proc/1/mountinfo)" "0"
