@@ -38,7 +38,8 @@ struct rv_fuse_host {
  * (fuse_runtime); "false" or RESVIEW_FUSE=0 turn it off. Fails with one line
  * when it asks and the policy refuses: fuse.allowed false, the request comes
  * from the image's environment alone (RESVIEW_FUSE=1), its Kubernetes
- * namespace is not in fuse.namespaces, or a request value is invalid. */
+ * namespace is not in fuse.namespaces, a request value is invalid, or we are
+ * not root on the host (a rootless engine: the broker needs that root). */
 int rv_fuse_wanted(json_t *root, const struct rv_config *cfg, bool fuse_runtime, bool *want,
                    struct rv_error *err);
 

@@ -20,6 +20,7 @@
 #include "resview/fuse.h"
 #include "resview/broker.h"
 #include "resview/log.h"
+#include "resview/proc.h"
 #include "resview/seccomp.h"
 #include "resview/spec.h"
 
@@ -223,6 +224,10 @@ int rv_fuse_wanted(json_t *root, const struct rv_config *cfg, bool fuse_runtime,
                            ns ? ns : "the container has no Kubernetes namespace annotation",
                            ns ? "`" : "", file);
     }
+    /* the broker mounts as root on the host: a rootless engine's container is refused */
+    if (!rv_host_root())
+        return rv_fail(err, 0, "FUSE: refused: the runtime is not root on the host (a rootless "
+                       "engine), and FUSE mounts go through resview's broker, which needs root there");
     *want = true;
     return 0;
 }

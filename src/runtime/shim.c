@@ -126,12 +126,6 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     /* The FUSE grant edits linux.seccomp, which is loaded only then, and needs
      * to know what the next runtime can do (a refusal fails in the edit). */
     if (rv_fuse_wanted(spec.root, cfg, fuse_runtime, &fuse, err) == 0 && fuse) {
-        /* the broker mounts as root on the host: a rootless engine's container is refused */
-        if (!rv_host_root()) {
-            rv_fail(err, 0, "FUSE: refused: the runtime is not root on the host (a rootless "
-                    "engine), and FUSE mounts go through resview's broker, which needs root there");
-            goto out;
-        }
         if (rv_spec_load_all(&spec, err) < 0 || rv_fuse_runtime_probe(cfg, next, &rt, err) < 0)
             goto out;
         ctx.fuse_rt = &rt;
