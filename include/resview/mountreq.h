@@ -29,10 +29,18 @@ int rv_mountreq_flags(uint64_t flags, struct rv_mount_flags *out);
  * gets "" or SUBTYPE. Anything else, fuseblk included: -EPERM. */
 int rv_mountreq_fstype(const char *type, char subtype[RV_FUSE_SUBTYPE_MAX]);
 
-/* Who calls: from /proc/TID/status. */
+/* Who calls: from /proc/TID/status. The supplementary groups and effective
+ * capabilities are what a check "as the caller" takes on (fusermount's rule:
+ * a user who is not root must be able to write the mount point). */
+#define RV_MOUNT_GROUPS_MAX 64
 struct rv_mount_caller {
     uid_t uid, fsuid;
     gid_t gid, fsgid;
+    gid_t groups[RV_MOUNT_GROUPS_MAX];
+    unsigned n_groups;
+    bool creds_ok;               /* false: groups or CapEff not read whole (more groups
+                                    than we carry, one not mapped, a cut-off status) */
+    uint64_t cap_eff;
 };
 
 /* The options string of a FUSE mount, parsed and checked against the caller. */
@@ -57,13 +65,16 @@ int rv_mountreq_options(const char *data, const struct rv_mount_caller *caller,
  * anything else -EINVAL (as the kernel). */
 int rv_mountreq_umount_flags(uint64_t flags);
 
-/* /proc/PID/status text: the Uid: and Gid: lines. -EINVAL if absent. */
+/* /proc/PID/status text: the Uid: and Gid: lines (-EINVAL if one is absent
+ * or malformed), Groups: and CapEff: (creds_ok false if one is absent or
+ * malformed, or more than RV_MOUNT_GROUPS_MAX groups). */
 int rv_mountreq_caller(const char *status, struct rv_mount_caller *out);
 
 /* The caller's ids (as the host sees them) as its user namespace sees them,
  * through /proc/PID/uid_map and gid_map read from the host's: a FUSE mount
  * made as that namespace takes user_id and group_id in its terms. -EPERM if
- * one is not mapped. */
+ * a uid or gid is not mapped; an unmapped supplementary group makes
+ * creds_ok false. */
 int rv_mountreq_ids_in_ns(const char *uid_map, const char *gid_map, struct rv_mount_caller *ids);
 
 /* One line of /proc/PID/mountinfo for mount id `id`: its file system type

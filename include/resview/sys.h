@@ -26,6 +26,7 @@
 #define RV_NR_close_range 436
 #define RV_NR_openat2 437
 #define RV_NR_pidfd_getfd 438
+#define RV_NR_faccessat2 439
 
 /* pidfd_open(2): a pidfd for a thread rather than a process (Linux 6.9). */
 #define RV_PIDFD_THREAD O_EXCL

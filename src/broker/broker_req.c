@@ -20,15 +20,26 @@
  *     host inode, taken when the broker started), never by a path string;
  *     from the walk to the attach, one mount of the container at a time
  *     (a lock shared by every worker, replaced ones included);
+ *  4b. a caller that is not the container's root must be able to write the
+ *     target with its own credentials (fusermount's rule), which a child
+ *     that takes them on asks the kernel; allow_other only with
+ *     fuse.allow_other, or for the container's root in its user namespace;
  *  5. join the container's memory and pids cgroups (the kernel memory of
  *     the mount is the container's), take the caller's /dev/fuse descriptor
  *     with pidfd_getfd (the number in fd= is never trusted) only now, and
  *     drop it once the superblock exists: nothing that can wait holds it;
  *  6. under the node's table lock (fuse_held.h): count the FUSE file systems
  *     the container and the node hold (until the kernel frees them, however
- *     detached), then mount with fsopen/fsconfig/fsmount/move_mount onto the
- *     target fd with options rebuilt here and nosuid,nodev forced, and enter
- *     the new one in the table; unmount only FUSE mounts this broker made;
+ *     detached), create the file system (fsconfig create, fsmount) from a
+ *     context made with options rebuilt here and nosuid,nodev forced, and
+ *     enter it in the table; only then, with the lock dropped, move_mount it
+ *     onto the target fd: move_mount waits for the target's inode lock, which
+ *     the tenant can hold for ever (a page fault into its own unanswered FUSE
+ *     file while a getdents holds the directory), and a lock every container
+ *     shares must never wait on a tenant, see
+ *     profiles/README.md "Locks: nothing shared waits on a tenant"; a move
+ *     that fails frees the file system, and with it its place in the count;
+ *     unmount only FUSE mounts this broker made;
  *  7. answer; a mount whose caller is gone by then is taken away again.
  * The fresh FUSE mount is never stat'ed or read: the daemon that must answer
  * may be the very caller blocked in mount(2). The answer is never
@@ -42,6 +53,8 @@
 #include "resview/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -49,12 +62,15 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef UMOUNT_NOFOLLOW
 #define UMOUNT_NOFOLLOW 8
@@ -139,6 +155,7 @@ struct caller {
     int fuse_fd, target, parent, fs, mnt;
     struct rv_mount_caller ids;    /* as its user namespace sees them */
     int ns;                        /* its user namespace: NS_OURS, NS_CONTAINER's, NS_OTHER */
+    const char *mounted;           /* what a served mount logs: allow_other and by which rule */
     char why[160];                 /* a refusal's reason made for this request */
 };
 enum { NS_OURS, NS_CONTAINER, NS_OTHER };
@@ -718,7 +735,7 @@ struct made {
  * and cannot be traced (not dumpable: its memory is the host namespace's);
  * the tenant's root may signal it, which fails only its own request. One that
  * does not answer within RV_BROKER_LOCK_MS is killed. Runs before the node's
- * table lock, which nothing here waits under. */
+ * table lock. */
 static int fuse_context_as(int userns, const struct mount_args *a, const struct rv_fuse_opts *o,
                            const char *subtype, const struct rv_mount_flags *fl, int fuse_fd,
                            char *msg, size_t size)
@@ -776,6 +793,84 @@ static int fuse_context_as(int userns, const struct mount_args *a, const struct 
     return fs >= 0 ? fs : -(made.err ? made.err : EIO);
 }
 
+/* In a child: take on the caller's credentials (in its user namespace, its
+ * supplementary groups, file-system ids and effective capabilities) and ask
+ * the kernel whether they may write target (and search it, a directory).
+ * Returns 0 or an errno. */
+static int access_as(const struct rv_mount_caller *ids, int userns, int target, bool dir)
+{
+    struct { uint32_t version; int pid; } hdr = { 0x20080522, 0 };   /* capability v3 */
+    struct { uint32_t eff, perm, inh; } cap[2];
+    struct stat st;
+
+    if (userns >= 0 && setns(userns, CLONE_NEWUSER) < 0)
+        return errno;
+    if (setgroups(ids->n_groups, ids->groups) < 0)
+        return errno;
+    setfsgid(ids->fsgid);
+    setfsuid(ids->fsuid);
+    if ((gid_t)setfsgid((gid_t)-1) != ids->fsgid || (uid_t)setfsuid((uid_t)-1) != ids->fsuid)
+        return EPERM;
+    /* a new fsuid dropped the file capabilities: the caller's, no more */
+    if (syscall(SYS_capget, &hdr, cap) < 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        cap[i].eff = (uint32_t)(ids->cap_eff >> (32 * i)) & cap[i].perm;
+        cap[i].inh = 0;
+    }
+    if (syscall(SYS_capset, &hdr, cap) < 0)
+        return errno;
+    if (syscall(RV_NR_faccessat2, target, "", W_OK | (dir ? X_OK : 0), AT_EACCESS | AT_EMPTY_PATH) < 0)
+        return errno;
+    if (dir && (fstat(target, &st) < 0 || ((st.st_mode & S_ISVTX) && st.st_uid != ids->fsuid)))
+        return EPERM;
+    return 0;
+}
+
+/* fusermount's rule for a caller that is not the container's root: it must
+ * be able to write the mount point with its own credentials (and search it, a
+ * directory), and own a sticky directory; so a user cannot put a file system
+ * of its own over what root reads (/etc/shadow, sudoers, root's scripts).
+ * The kernel decides (modes, ACLs, capabilities, a read-only mount, an
+ * immutable file), asked by a child as the caller: this process keeps the
+ * host's credentials. The target is on the container's root file system or
+ * a volume (the walk and the place said so), never on a tenant's FUSE. The
+ * container's root mounts where mount(2) would let it, as libfuse does.
+ * Returns 0 or a negative errno. */
+static int caller_may_mount_on(struct rv_broker_ctx *ctx, const struct caller *c, int target,
+                               bool dir)
+{
+    struct pollfd pfd;
+    int status = 0, r = -EPERM;
+    pid_t pid;
+
+    if (c->ids.fsuid == 0)
+        return 0;
+    if (!c->ids.creds_ok)
+        return -EPERM;   /* its groups or capabilities unknown: not as the caller */
+    pid = fork();
+    if (pid == 0) {
+        int userns = c->ns == NS_CONTAINER ? ctx->container_userns : -1;
+        int keep[2] = { target, userns }, e;
+        prctl(PR_SET_DUMPABLE, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        e = rv_close_all_but(keep, 2) < 0 ? EPERM : access_as(&c->ids, userns, target, dir);
+        _exit(e > 0 && e < 256 ? e : e ? EPERM : 0);
+    }
+    if (pid < 0)
+        return -EAGAIN;   /* the container's pids limit, most likely */
+    pfd = (struct pollfd){ .fd = rv_pidfd_open(pid, 0), .events = POLLIN };
+    if (pfd.fd >= 0 && poll(&pfd, 1, RV_BROKER_LOCK_MS) != 1)
+        kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (pfd.fd >= 0)
+        close(pfd.fd);
+    if (WIFEXITED(status))
+        r = -WEXITSTATUS(status);
+    return r;
+}
+
 /* Lazily detach the mount fd points at (through /proc/thread-self/fd/N of the
  * broker's /proc, so exactly that mount, whatever its path says now). */
 static int detach_fd(struct rv_broker_ctx *ctx, int fd)
@@ -822,10 +917,13 @@ static int mount_lock(struct rv_broker_ctx *ctx)
     return r == 0 ? 0 : -EAGAIN;
 }
 
-/* Under the node's table lock, where nothing waits on a tenant: count what
- * the container and the node hold (file systems the kernel has not freed,
- * however they were detached), create the file system from its context,
- * enter it in the table and attach it. */
+/* Under the node's table lock, where nothing may wait on a tenant: count
+ * what the container and the node hold (file systems the kernel has not
+ * freed, however they were detached), create the file system from its
+ * context and enter it in the table. Nothing here takes a lock on a path or
+ * inode the tenant can reach: the superblock is new, its root is asked
+ * nothing (AT_STATX_DONT_SYNC), and fusectl is the node's own. Attaching it
+ * (move_mount) is the caller's, after the lock. */
 static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c,
                          const struct rv_mount_flags *fl, struct rv_broker_mount *m,
                          const char **why)
@@ -855,8 +953,6 @@ static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c,
         REFUSE("the new file system's connection is not in fusectl", -EPERM);
     if (rv_held_add(ctx->held, ctx->key, dev, ino) < 0)
         REFUSE("the node's table of FUSE file systems is full", -ENOSPC);
-    if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
-        REFUSE("move_mount", -errno);   /* its entry goes when the kernel frees it */
     return 0;
 }
 
@@ -887,6 +983,12 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
         return r;
     if (charge(ctx, true) < 0)
         REFUSE("cannot join the container's cgroups (to charge it for the mount)", -ENOMEM);
+    if ((r = caller_may_mount_on(ctx, c, c->target, S_ISDIR(sx.stx_mode))) < 0) {
+        snprintf(c->why, sizeof(c->why), "the caller (uid %u in its user namespace, not root) "
+                 "may not write the mount point: %s (fusermount's rule)", (unsigned)c->ids.fsuid,
+                 strerror(-r));
+        REFUSE(c->why, r == -EAGAIN ? r : -EPERM);
+    }
     /* The caller's own descriptor, which must be /dev/fuse; held only until
      * the superblock exists (it must not keep a connection alive while
      * anything below waits). */
@@ -911,6 +1013,12 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
     rv_held_unlock(ctx->held);
     if (r < 0)
         return r;
+    /* After the node's lock: this may wait as long as the tenant holds the
+     * target's inode lock, which only its own requests wait for. A move that
+     * fails leaves the file system to be freed with c->mnt and c->fs (closed
+     * with the caller's handles), and its entry in the table with it. */
+    if (rv_move_mount(c->mnt, "", c->target, "", RV_MOVE_MOUNT_F_EMPTY_PATH | RV_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        REFUSE("move_mount", -errno);
     if (answer(ctx, n->id, 0) < 0) {
         /* The caller is gone (killed, or interrupted and restarting): no one
          * knows of this mount; take it away (the table lets it go when the
@@ -920,7 +1028,7 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
     }
     /* after the node's lock: a record may wait for the supervisor to read */
     record(ctx, RV_EV_MOUNTED, &m);
-    REFUSE("mounted", ANSWERED);
+    REFUSE(c->mounted, ANSWERED);
 }
 
 static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
@@ -951,11 +1059,19 @@ static int do_mount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n,
         REFUSE("options unreadable", r);
     if (c->ns == NS_OTHER)
         REFUSE("the caller is in a user namespace neither the host's nor the container's", -EPERM);
-    /* allow_other: in its own user namespace, the mount is the container's alone */
-    if ((r = rv_mountreq_options(a->data, &c->ids, ctx->allow_other || c->ns == NS_CONTAINER,
+    /* allow_other: where the node allows it, or asked by the container's root
+     * in its own user namespace (the mount is then the namespace's alone);
+     * never by another user there, who would put its files before root */
+    if ((r = rv_mountreq_options(a->data, &c->ids,
+                                 ctx->allow_other || (c->ns == NS_CONTAINER && c->ids.fsuid == 0),
                                  &o)) < 0)
-        REFUSE(r == -EPERM ? "options (allow_other, or user_id/group_id not the caller's)"
+        REFUSE(r == -EPERM ? "options (allow_other without fuse.allow_other and not from the "
+                             "container's root in its own user namespace, or user_id/group_id "
+                             "not the caller's)"
                            : "options", r);
+    c->mounted = !o.allow_other ? "mounted"
+                 : ctx->allow_other ? "mounted (allow_other: fuse.allow_other)"
+                                    : "mounted (allow_other: the container's root, in its user namespace)";
     if (*o.subtype) {
         if (*subtype)
             REFUSE("subtype given twice", -EINVAL);

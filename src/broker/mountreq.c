@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -225,9 +226,38 @@ static int id_line(const char *status, const char *key, unsigned *real, unsigned
     return 0;
 }
 
+/* "Groups:\t4 24 27 \n": at most RV_MOUNT_GROUPS_MAX of them. */
+static bool groups_line(const char *status, struct rv_mount_caller *out)
+{
+    const char *p = strstr(status, "\nGroups:");
+    unsigned long v;
+    char *end;
+
+    out->n_groups = 0;
+    if (!p)
+        return false;
+    for (p += 8;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\n' || *p == '\0')
+            return true;
+        if (*p < '0' || *p > '9' || out->n_groups == RV_MOUNT_GROUPS_MAX)
+            return false;
+        errno = 0;
+        v = strtoul(p, &end, 10);
+        if (errno || v > UINT32_MAX - 1 || (*end != ' ' && *end != '\t' && *end != '\n' && *end))
+            return false;
+        out->groups[out->n_groups++] = (gid_t)v;
+        p = end;
+    }
+}
+
 int rv_mountreq_caller(const char *status, struct rv_mount_caller *out)
 {
+    const char *cap = strstr(status, "\nCapEff:\t");
     unsigned a, b, c, d;
+    unsigned long long eff;
+    int n = 0;
 
     if (id_line(status, "Uid:", &a, &b) < 0 || id_line(status, "Gid:", &c, &d) < 0)
         return -EINVAL;
@@ -235,6 +265,9 @@ int rv_mountreq_caller(const char *status, struct rv_mount_caller *out)
     out->fsuid = b;
     out->gid = c;
     out->fsgid = d;
+    out->creds_ok = groups_line(status, out) && cap &&
+                    sscanf(cap + 9, "%16llx%n", &eff, &n) == 1 && n == 16;
+    out->cap_eff = out->creds_ok ? eff : 0;
     return 0;
 }
 
@@ -251,6 +284,13 @@ int rv_mountreq_ids_in_ns(const char *uid_map, const char *gid_map, struct rv_mo
     ids->fsuid = v[1];
     ids->gid = v[2];
     ids->fsgid = v[3];
+    for (unsigned i = 0; i < ids->n_groups; i++) {
+        unsigned g;
+        if (rv_id_map(gid_map, ids->groups[i], true, &g) < 0)
+            ids->creds_ok = false;
+        else
+            ids->groups[i] = g;
+    }
     return 0;
 }
 

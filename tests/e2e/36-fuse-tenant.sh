@@ -22,6 +22,15 @@
 #     of the mounts is charged to the container's memory cgroup, not to the
 #     runtime's.
 #  5. 20 execs in a row, each ending before the next, each mounting.
+#  6. the node's table lock held across nothing a tenant can make wait: a
+#     tenant holds a directory's inode lock with getdents64 into a private
+#     mapping of its own FUSE file whose READ is never answered, and asks for
+#     a mount there (move_mount waits for that lock); another container's
+#     mount is served meanwhile, at once; the daemon killed, the tenant's own
+#     mount completes and nothing of ours is left waiting.
+#  7. who in the container asks (fuse.allow_other set here): uid 1000 may not
+#     mount over root's files, as fusermount's rule says; the container's
+#     root may.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/fuse/lib.sh"
 export LXCFS_DIR=$T/lxcfs
@@ -243,5 +252,43 @@ for rt in runc crun; do
     done
     touch "$T/ctl/execs-done-$rt"; wait $bg
     t_eq "$rt: 20 execs in a row, each ending before the next, each mounts and unmounts" "$ok" "20"
+done
+# 6. A tenant's inode lock, and the node's table.
+LOCKER='fuse-hang --hang read /mnt/q >/tmp/q.out 2>&1 & Q=$!
+for i in $(seq 1 100); do grep -q ready /tmp/q.out && break; sleep 0.1; done
+mkdir -p /mnt/lk; fuse-probe lockdir /mnt/q/f /mnt/lk >/tmp/lk.out; sleep 0.3
+fuse-probe mount /mnt/lk >/tmp/lkm.out 2>&1 &
+touch /ctl/locked-$RT; while [ ! -e /ctl/locked-go-$RT ]; do sleep 0.1; done
+echo "before the kill: $(cat /tmp/lkm.out)"; kill -9 $Q
+for i in $(seq 1 50); do [ -s /tmp/lkm.out ] && break; sleep 0.1; done
+echo "tenant: $(cat /tmp/lkm.out) $(cat /tmp/lk.out | tail -1)"'
+OTHER='echo "other: $(fuse-probe mount /mnt/tmp)"'
+for rt in runc crun; do
+    id=locker-$rt-$$
+    b=$T/b-locker-$rt
+    make_bundle "$b" "RT=$rt; $LOCKER"
+    run_shim "$rt" "$id" "$b" >"$T/locker-$rt.out" 2>&1 & bg=$!
+    wait_file "$T/ctl/locked-$rt"
+    # the tenant's worker waits in move_mount (replaced after 2 s)
+    stuck() { grep "id=$id" "$T/resview.log" | grep -q "inside one request"; }
+    t_ok "$rt locked: the tenant's mount waits for the inode lock it holds itself" wait_for 20 stuck
+    b2=$T/b-other-$rt
+    make_bundle "$b2" "$OTHER"
+    out=$(run_shim "$rt" "other-$rt-$$" "$b2" 2>&1)
+    t_contains "$rt locked: another container's FUSE mount meanwhile is served (the node's table is not held)" \
+        "$out" "other: mount ok"
+    echo "# $rt: $out"
+    touch "$T/ctl/locked-go-$rt"; wait $bg
+    out=$(cat "$T/locker-$rt.out")
+    t_ok "$rt locked: until then the tenant's own call waits" grep -qx "before the kill: " <<<"$out"
+    t_contains "$rt locked: the daemon killed, the tenant's mount completes" "$out" "tenant: mount ok"
+    t_eq "$rt locked: nothing of ours in D state" "$(d_state)" "0"
+done
+# 7. Who asks: a user of the container against root's files.
+for rt in runc crun; do
+    b=$T/b-users-$rt
+    make_bundle "$b" "$FUSE_USERS"
+    fuse_users_prep "$b/rootfs" 0
+    check_fuse_users "$rt users" "$(run_shim "$rt" "users-$rt-$$" "$b" 2>&1)" yes
 done
 t_eq "no broker of this test is left" "$(pgrep -fc "resview-fuse-broker .*$T/")" "0"

@@ -6,9 +6,11 @@
 #   GOMAXPROCS and SLURM_MEM_PER_NODE are the limits;
 # - FUSE, made by the broker as the container's own user namespace: bindfs
 #   and sshfs mount, read, write and unmount (umount, fusermount3 -u); the
-#   mount is nosuid,nodev; allow_other is served without fuse.allow_other,
-#   since the kernel lets no process outside the namespace use the mount:
-#   host root gets EACCES, without the daemon being asked;
+#   mount is nosuid,nodev; allow_other is served to the container's root
+#   without fuse.allow_other, since the kernel lets no process outside the
+#   namespace use the mount: host root gets EACCES, without the daemon being
+#   asked; uid 1000 of the namespace gets no allow_other, and may not mount
+#   over root's files (fusermount's rule), only where it may write;
 # - the broker's rules hold as for any container: fuse.max_mounts counts a
 #   mount detached with umount -l while an fd keeps it; a tmpfs is refused;
 #   the container's FUSE connections are aborted when it ends;
@@ -150,6 +152,16 @@ $SSHFS"
     t_ok "$rt allow_other: host root cannot read it (exit $hrc, at once)" test "$hrc" -ne 0 -a "$hrc" -ne 124
     t_contains "$rt allow_other: host root gets EACCES" "$host" "Permission denied"
     t_contains "$rt allow_other: unmounted" "$out" "ao-umount ok"
+
+    # 3b. who asks: uid 1000 of the namespace against root's files (runc's
+    # defaults and CAP_SETUID/CAP_SETGID, so that the script can be uid 1000)
+    b=$T/b-users-$rt
+    userns_bundle "$b" "$FUSE_USERS"
+    fuse_users_prep "$b/rootfs" "$MAP"
+    jq '.process.capabilities |= with_entries(if .key == "bounding" or .key == "effective" or .key == "permitted"
+        then .value += ["CAP_SETUID", "CAP_SETGID"] else . end)' "$b/config.json" >"$b/c.new" &&
+        mv "$b/c.new" "$b/config.json"
+    check_fuse_users "$rt userns users" "$(run_shim "$rt" "users-$rt-$$" "$b" 2>&1)" no
 
     # 4. the cap, a detached mount held by an fd included; the end aborts what is left
     b=$T/b-cap-$rt

@@ -6,8 +6,10 @@
  *   fuse-probe control           the same calls on the host: no EPERM there
  *   fuse-probe mknod PATH MAJ MIN   mknod + open
  *   fuse-probe mount-tmpfs DIR   mount("tmpfs", DIR, "tmpfs", 0)
- *   fuse-probe mount DIR [FLAGS] a FUSE mount with a fresh /dev/fuse fd and no
- *                                daemon ("mount ok"); it stays
+ *   fuse-probe mount DIR [FLAGS [OPTS]]  a FUSE mount with a fresh /dev/fuse fd
+ *                                and no daemon ("mount ok"); it stays. OPTS:
+ *                                more options (allow_other)
+ *   fuse-probe as UID GID ...    the rest as that user (no supplementary groups)
  *   fuse-probe fstypes DIR       every type of /proc/filesystems, and fuseblk
  *   fuse-probe flags DIR         a FUSE mount with bind/move/remount/rec/propagation flags
  *   fuse-probe badfd DIR         fd= a pipe, /dev/null, a file, a closed number, a socket
@@ -26,6 +28,11 @@
  *                                then "holding", and once stdin closes, let them all
  *                                go and mount N more: "after-release ok K"
  *   fuse-probe mmap-mounts-each PREFIX TARGET N   as mmap-mounts, child I on TARGETI
+ *   fuse-probe lockdir FILE DIR  hold DIR's inode lock for as long as FILE's
+ *                                daemon does not answer READ: a child reads
+ *                                DIR (getdents64) into a private mapping of
+ *                                FILE; prints "lockdir started", then what
+ *                                the call returned, whenever it does
  *
  * Calls use arguments the kernel would reject with a specific error (EBADF,
  * EINVAL, ...) after its checks, so EPERM means "stopped by seccomp or the
@@ -33,6 +40,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -394,6 +402,25 @@ static void mmap_mounts(const char *prefix, const char *target, int n, bool each
     printf("mmap-mounts started %d\n", n);
 }
 
+/* The inode lock of dir, held by the kernel for as long as file's daemon
+ * likes: getdents64 keeps the directory locked while it copies entries out,
+ * and the copy faults on a private mapping of file, whose page the daemon
+ * must read first. Anything that locks dir (move_mount onto it) waits. */
+static void lockdir(const char *file, const char *dir)
+{
+    if (fork() == 0) {
+        int ffd = open(file, O_RDONLY), dfd = open(dir, O_RDONLY | O_DIRECTORY);
+        void *p = ffd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, ffd, 0);
+        if (p == MAP_FAILED || dfd < 0) {
+            printf("lockdir setup %s\n", ename(errno));
+            _exit(1);
+        }
+        report("lockdir", (int)syscall(SYS_getdents64, dfd, p, 4096) < 0 ? -1 : 0);
+        _exit(0);
+    }
+    printf("lockdir started\n");
+}
+
 /* A child that takes descriptors over sock and keeps them until EOF (other:
  * the parent's end, closed in the child). */
 static pid_t fd_keeper(int sock, int other)
@@ -522,8 +549,22 @@ int main(int argc, char **argv)
         }
         return main(argc - 2, argv + 2);
     }
+    if (strcmp(argv[1], "as") == 0 && argc > 4) {
+        gid_t g = (gid_t)strtoul(argv[3], NULL, 10);
+        if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 ||
+            setresuid((uid_t)strtoul(argv[2], NULL, 10), (uid_t)strtoul(argv[2], NULL, 10),
+                      (uid_t)strtoul(argv[2], NULL, 10)) < 0) {
+            report("as", -1);
+            return 1;
+        }
+        return main(argc - 3, argv + 3);
+    }
     if (strcmp(argv[1], "mounts") == 0 && argc == 4) {
         mounts(argv[2], atoi(argv[3]));
+        return 0;
+    }
+    if (strcmp(argv[1], "lockdir") == 0 && argc == 4) {
+        lockdir(argv[2], argv[3]);
         return 0;
     }
     if (strcmp(argv[1], "mmap-mounts") == 0 && argc == 5) {
@@ -560,7 +601,8 @@ int main(int argc, char **argv)
         struct stat st;
         if (stat(argv[2], &st) == 0 && S_ISREG(st.st_mode))
             probe_rootmode = 0100000;   /* a mount over one file */
-        report("mount", fuse_mount(argv[2], argc > 3 ? strtoul(argv[3], NULL, 0) : 0, NULL));
+        report("mount", fuse_mount(argv[2], argc > 3 ? strtoul(argv[3], NULL, 0) : 0,
+                                   argc > 4 ? argv[4] : NULL));
         return 0;
     }
     if (strcmp(argv[1], "fstypes") == 0 && argc == 3)

@@ -14,6 +14,11 @@
 #                            probe and fuse-hang built, LXCFS on $LXCFS_DIR
 # $DOCKER_CAPS              docker's default capability set (CAP_SYS_CHROOT among them)
 # podman_private CONFIG     podman on private storage: pm, $T/rv-runtime
+# fuse_users_prep ROOTFS BASE   files of the container's root and of its user 1000
+#                            (BASE: the host uid of the container's uid 0)
+# $FUSE_USERS               uid 1000 and root ask for mounts over them (fusermount's rule)
+# check_fuse_users LABEL OUTPUT AO   assertions on its output; AO: whether the node
+#                            allows allow_other (fuse.allow_other)
 DOCKER_CAPS='["CAP_CHOWN","CAP_DAC_OVERRIDE","CAP_FSETID","CAP_FOWNER","CAP_MKNOD","CAP_NET_RAW","CAP_SETGID",
   "CAP_SETUID","CAP_SETFCAP","CAP_SETPCAP","CAP_NET_BIND_SERVICE","CAP_SYS_CHROOT","CAP_KILL","CAP_AUDIT_WRITE"]'
 fuse_tenant_prep() {
@@ -230,4 +235,40 @@ check_client() { # LABEL CLIENT OUTPUT
     sshfs) t_eq "$l: the sshd's directory holds the file" "$(cat "$T/sshdata/written-by-sshfs" 2>/dev/null)" "from sshfs" ;;
     s3fs) t_ok "$l: the S3 server holds the object" test -n "$(find "$T/s3data" -path '*written-by-s3fs*' | head -1)" ;;
     esac
+}
+
+fuse_users_prep() {
+    local r=$1 base=$2
+    mkdir -p "$r/home/u" "$r/tmp/stk" "$r/mnt/tmp"
+    echo secret >"$r/etc/rootcfg"
+    chmod 0644 "$r/etc/rootcfg"; chmod 1777 "$r/tmp/stk"; chmod 0755 "$r/etc"
+    chown "$base:$base" "$r/etc/rootcfg" "$r/etc" "$r/tmp/stk"
+    chown "$((base + 1000)):$((base + 1000))" "$r/home/u"
+}
+# crun 1.8 makes a user-namespaced container's /dev/fuse under its umask
+# (0644, whatever fileMode says): its root opens it to the user, as an image would
+FUSE_USERS='u() { fuse-probe as 1000 1000 "$@"; }; chmod 0666 /dev/fuse
+echo "user-over-root $(u mount /etc/rootcfg)"; echo "user-over-etc $(u mount /etc)"
+echo "user-sticky $(u mount /tmp/stk)"
+echo "user-own $(u mount /home/u) $(umount /home/u 2>&1 && echo umounted)"
+echo "user-ao $(u mount /home/u 0 allow_other) $(umount /home/u 2>/dev/null && echo umounted)"
+echo "root-ao $(fuse-probe mount /mnt/tmp 0 allow_other) $(umount /mnt/tmp 2>&1 && echo umounted)"
+echo "root-over-root $(fuse-probe mount /etc/rootcfg) $(umount /etc/rootcfg 2>&1 && echo umounted)"
+echo "rootcfg $(cat /etc/rootcfg)"'
+check_fuse_users() {
+    local l=$1 out=$2 ao=$3
+    t_contains "$l: uid 1000 may not put a FUSE mount over root's file (fusermount's rule)" "$out" "user-over-root mount EPERM"
+    t_contains "$l: ... nor over root's directory" "$out" "user-over-etc mount EPERM"
+    t_contains "$l: ... nor on a sticky directory it does not own" "$out" "user-sticky mount EPERM"
+    t_contains "$l: uid 1000 mounts on its own directory" "$out" "user-own mount ok umounted"
+    if [ "$ao" = yes ]; then
+        t_contains "$l: uid 1000 gets allow_other where the node allows it" "$out" "user-ao mount ok umounted"
+    else
+        t_contains "$l: uid 1000 gets no allow_other (only the container's root, or fuse.allow_other)" "$out" "user-ao mount EPERM"
+    fi
+    t_contains "$l: the container's root gets allow_other" "$out" "root-ao mount ok umounted"
+    t_contains "$l: the container's root mounts over its own file" "$out" "root-over-root mount ok umounted"
+    t_contains "$l: root's file reads root's content" "$out" "rootcfg secret"
+    t_contains "$l: the log says why uid 1000 was refused" "$(cat "$T/resview.log")" \
+        "(uid 1000 in its user namespace, not root) may not write the mount point"
 }

@@ -32,7 +32,9 @@ static bool subtype_chars(const char *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const struct rv_mount_caller callers[2] = { { 0, 0, 0, 0 }, { 1000, 1001, 100, 101 } };
+    static const struct rv_mount_caller callers[2] = {
+        { .uid = 0, .fsuid = 0, .gid = 0, .fsgid = 0 },
+        { .uid = 1000, .fsuid = 1001, .gid = 100, .fsgid = 101 } };
     char *text, sub[RV_FUSE_SUBTYPE_MAX], fstype[64];
     const struct rv_mount_caller *c;
     struct rv_mount_caller parsed;
@@ -83,7 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     r = rv_mountreq_umount_flags(flags);
     FUZZ_CHECK(r == 0 || r == -EINVAL, "umount flags: answer %d", r);
-    (void)rv_mountreq_caller(text, &parsed);
+    if (rv_mountreq_caller(text, &parsed) == 0)
+        FUZZ_CHECK(parsed.n_groups <= RV_MOUNT_GROUPS_MAX && (parsed.creds_ok || !parsed.cap_eff),
+                   "status: %u groups", parsed.n_groups);
     r = rv_mountinfo_find(text, (int)(data[0] % 64), fstype, sizeof(fstype), &maj, &min, &shared);
     FUZZ_CHECK(r == 0 || r == -ENOENT || r == -EINVAL, "mountinfo: answer %d", r);
     if (r == 0)

@@ -14,7 +14,7 @@
 #define MS_NOSYMFOLLOW 256
 #endif
 
-static const struct rv_mount_caller root = { 0, 0, 0, 0 }, user = { 1000, 1000, 100, 100 };
+static const struct rv_mount_caller root = { .uid = 0, .fsuid = 0, .gid = 0, .fsgid = 0 }, user = { .uid = 1000, .fsuid = 1000, .gid = 100, .fsgid = 100 };
 
 static int opts(const char *data, const struct rv_mount_caller *c, bool ao, struct rv_fuse_opts *o)
 {
@@ -127,7 +127,7 @@ int main(void)
     }
     /* user_id may be the real or the file-system id. */
     {
-        struct rv_mount_caller c = { 1000, 2000, 100, 200 };
+        struct rv_mount_caller c = { .uid = 1000, .fsuid = 2000, .gid = 100, .fsgid = 200 };
         ok(opts("fd=3,rootmode=40000,user_id=2000,group_id=200", &c, false, &o) == 0 &&
            opts("fd=3,rootmode=40000,user_id=1000,group_id=100", &c, false, &o) == 0,
            "user_id/group_id: real or file-system ids of the caller");
@@ -143,21 +143,44 @@ int main(void)
     /* /proc/PID/status. */
     {
         struct rv_mount_caller c;
-        ok(rv_mountreq_caller("Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t100\t101\t102\t103\n", &c) == 0 &&
+        ok(rv_mountreq_caller("Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t100\t101\t102\t103\n"
+                              "Groups:\t4 24 100000 \nCapEff:\t00000000a80425fb\n", &c) == 0 &&
            c.uid == 1000 && c.fsuid == 1003 && c.gid == 100 && c.fsgid == 103, "status: real and fs ids");
+        ok(c.creds_ok && c.n_groups == 3 && c.groups[0] == 4 && c.groups[2] == 100000 &&
+           c.cap_eff == 0xa80425fbull, "status: supplementary groups and effective capabilities");
+        ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapEff:\t0000000000000000\n",
+                              &c) == 0 && c.creds_ok && c.n_groups == 0 && c.cap_eff == 0,
+           "status: no supplementary groups, no capabilities");
+        {
+            char big[1024] = "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t";
+            for (int i = 0; i < RV_MOUNT_GROUPS_MAX + 1; i++)
+                snprintf(big + strlen(big), sizeof(big) - strlen(big), "%d ", i);
+            strcat(big, "\nCapEff:\t0000000000000000\n");
+            ok(rv_mountreq_caller(big, &c) == 0 && !c.creds_ok,
+               "status: more groups than carried: creds_ok false (a check as the caller refuses)");
+        }
+        ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\n", &c) == 0 && !c.creds_ok &&
+           rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapEff:\t00zz\n", &c) == 0 &&
+           !c.creds_ok && c.fsuid == 1, "status: CapEff missing (a cut-off status) or malformed: ids, creds_ok false");
+        ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t5 x\nCapEff:\t0000000000000000\n",
+                              &c) == 0 && !c.creds_ok, "status: a malformed Groups: line: creds_ok false");
         ok(rv_mountreq_caller("Name:\tUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n", &c) < 0 &&
            rv_mountreq_caller("Uid:\t0\t0\n", &c) < 0, "status: malformed or a Uid: not at a line start: error");
         /* the same ids through a user namespace's maps (as the host reads them) */
-        c = (struct rv_mount_caller){ 100000, 101000, 100005, 165535 };
+        c = (struct rv_mount_caller){ .uid = 100000, .fsuid = 101000, .gid = 100005, .fsgid = 165535, .groups = { 100010, 100020 }, .n_groups = 2, .creds_ok = true };
         ok(rv_mountreq_ids_in_ns("         0     100000      65536\n", "0 100000 65536\n", &c) == 0 &&
            c.uid == 0 && c.fsuid == 1000 && c.gid == 5 && c.fsgid == 65535, "ids in a user namespace");
-        c = (struct rv_mount_caller){ 1000, 1000, 1000, 1000 };
+        ok(c.creds_ok && c.groups[0] == 10 && c.groups[1] == 20, "... and its supplementary groups");
+        c = (struct rv_mount_caller){ .uid = 100000, .fsuid = 100000, .gid = 100000, .fsgid = 100000, .groups = { 100010, 5 }, .n_groups = 2, .creds_ok = true };
+        ok(rv_mountreq_ids_in_ns("0 100000 65536\n", "0 100000 65536\n", &c) == 0 && !c.creds_ok,
+           "a supplementary group outside the map: creds_ok false");
+        c = (struct rv_mount_caller){ .uid = 1000, .fsuid = 1000, .gid = 1000, .fsgid = 1000 };
         ok(rv_mountreq_ids_in_ns("0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", &c) == 0 &&
            c.uid == 0 && c.gid == 0, "a map of several lines (rootless podman's)");
-        c = (struct rv_mount_caller){ 165536, 100000, 100000, 100000 };
+        c = (struct rv_mount_caller){ .uid = 165536, .fsuid = 100000, .gid = 100000, .fsgid = 100000 };
         ok(rv_mountreq_ids_in_ns("0 100000 65536\n", "0 100000 65536\n", &c) < 0 && c.uid == 165536,
            "an id past the map: refused, nothing changed");
-        c = (struct rv_mount_caller){ 0, 0, 0, 0 };
+        c = (struct rv_mount_caller){ .uid = 0, .fsuid = 0, .gid = 0, .fsgid = 0 };
         ok(rv_mountreq_ids_in_ns("", "", &c) < 0 && rv_mountreq_ids_in_ns("x y z\n", "0 0 1\n", &c) < 0,
            "empty or malformed maps: refused");
     }
