@@ -88,6 +88,7 @@ enum rv_broker_call rv_broker_call(uint32_t arch, int nr);
 struct rv_broker_mount {
     int mnt_id;
     unsigned dev_major, dev_minor;
+    unsigned owner;                /* user_id=, as the container sees it (who may unmount) */
 };
 /* The FUSE mounts this broker made: the worker's list, and the supervisor's
  * copy that a replacement worker starts from. */
@@ -97,7 +98,9 @@ struct rv_mount_set {
 };
 void rv_mount_set_add(struct rv_mount_set *s, const struct rv_broker_mount *m);
 void rv_mount_set_remove(struct rv_mount_set *s, const struct rv_broker_mount *m);
-bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount *m);
+/* The entry for m's mount (same mount id and device), or NULL. */
+const struct rv_broker_mount *rv_mount_set_find(const struct rv_mount_set *s,
+                                                const struct rv_broker_mount *m);
 
 /* What the worker tells the supervisor, one atomic write each. */
 enum rv_broker_event { RV_EV_MOUNTED = 1, RV_EV_UNMOUNTED };

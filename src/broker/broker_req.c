@@ -137,13 +137,14 @@ void rv_mount_set_remove(struct rv_mount_set *s, const struct rv_broker_mount *m
         }
 }
 
-bool rv_mount_set_has(const struct rv_mount_set *s, const struct rv_broker_mount *m)
+const struct rv_broker_mount *rv_mount_set_find(const struct rv_mount_set *s,
+                                                const struct rv_broker_mount *m)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->m[i].mnt_id == m->mnt_id && s->m[i].dev_major == m->dev_major &&
             s->m[i].dev_minor == m->dev_minor)
-            return true;
-    return false;
+            return &s->m[i];
+    return NULL;
 }
 
 /* Handles on the calling thread, and the descriptors the work opens: all
@@ -1009,6 +1010,7 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
     c->fs = r;
     if (rv_held_lock(ctx->held) < 0)
         REFUSE("the node's table of FUSE file systems is busy", -EAGAIN);
+    m.owner = (unsigned)o->user_id;
     r = mount_counted(ctx, c, fl, &m, why);
     rv_held_unlock(ctx->held);
     if (r < 0)
@@ -1120,6 +1122,7 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
                      struct place *pl, const char **why)
 {
     uint64_t flags = call == RV_CALL_UMOUNT2 ? n->data.args[1] : 0;
+    const struct rv_broker_mount *made;
     char name[NAME_MAX + 1];
     struct rv_broker_mount m;
     bool root;
@@ -1141,8 +1144,12 @@ static int do_umount(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         REFUSE("target's mount unknown", -EPERM);
     if (!root)
         REFUSE("not a mount point", -EINVAL);
-    if (!rv_mount_set_has(ctx->mounts, &m))
+    if (!(made = rv_mount_set_find(ctx->mounts, &m)))
         REFUSE("not a FUSE mount this broker made", -EPERM);
+    /* fusermount's rule: the container's root, or the user who mounted it */
+    if (c->ids.fsuid != 0 && c->ids.uid != made->owner && c->ids.fsuid != made->owner)
+        REFUSE("another user's FUSE mount (only its user or the container's root may unmount "
+               "it: fusermount's rule)", -EPERM);
     if (flags & MNT_DETACH)
         r = detach_fd(ctx, c->target);
     else if (ctx->others_busy)

@@ -250,7 +250,8 @@ fuse_users_prep() {
 FUSE_USERS='u() { fuse-probe as 1000 1000 "$@"; }; chmod 0666 /dev/fuse
 echo "user-over-root $(u mount /etc/rootcfg)"; echo "user-over-etc $(u mount /etc)"
 echo "user-sticky $(u mount /tmp/stk)"
-echo "user-own $(u mount /home/u) $(umount /home/u 2>&1 && echo umounted)"
+echo "user-own $(u mount /home/u) $(u umount /home/u | tr "\n" " ")"
+echo "user-umount-root $(fuse-probe mount /mnt/tmp) $(u umount /mnt/tmp | tr "\n" " ")$(umount /mnt/tmp 2>&1 && echo umounted)"
 echo "user-ao $(u mount /home/u 0 allow_other) $(umount /home/u 2>/dev/null && echo umounted)"
 echo "root-ao $(fuse-probe mount /mnt/tmp 0 allow_other) $(umount /mnt/tmp 2>&1 && echo umounted)"
 echo "root-over-root $(fuse-probe mount /etc/rootcfg) $(umount /etc/rootcfg 2>&1 && echo umounted)"
@@ -260,7 +261,9 @@ check_fuse_users() {
     t_contains "$l: uid 1000 may not put a FUSE mount over root's file (fusermount's rule)" "$out" "user-over-root mount EPERM"
     t_contains "$l: ... nor over root's directory" "$out" "user-over-etc mount EPERM"
     t_contains "$l: ... nor on a sticky directory it does not own" "$out" "user-sticky mount EPERM"
-    t_contains "$l: uid 1000 mounts on its own directory" "$out" "user-own mount ok umounted"
+    t_contains "$l: uid 1000 mounts on its own directory, and unmounts it" "$out" "user-own mount ok umount /home/u ok"
+    t_contains "$l: uid 1000 may not unmount root's FUSE mount, lazily neither; root may" "$out" \
+        "user-umount-root mount ok umount /mnt/tmp EPERM umount-lazy /mnt/tmp EPERM umounted"
     if [ "$ao" = yes ]; then
         t_contains "$l: uid 1000 gets allow_other where the node allows it" "$out" "user-ao mount ok umounted"
     else
