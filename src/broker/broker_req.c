@@ -20,26 +20,28 @@
  *     host inode, taken when the broker started), never by a path string;
  *     from the walk to the attach, one mount of the container at a time
  *     (a lock shared by every worker, replaced ones included);
- *  4b. a caller that is not the container's root must be able to write the
- *     target with its own credentials (fusermount's rule), which a child
- *     that takes them on asks the kernel; allow_other only with
- *     fuse.allow_other, or for the container's root in its user namespace;
  *  5. join the container's memory and pids cgroups (the kernel memory of
- *     the mount is the container's), take the caller's /dev/fuse descriptor
- *     with pidfd_getfd (the number in fd= is never trusted) only now, and
- *     drop it once the superblock exists: nothing that can wait holds it;
- *  6. under the node's table lock (fuse_held.h): count the FUSE file systems
- *     the container and the node hold (until the kernel frees them, however
- *     detached), create the file system (fsconfig create, fsmount) from a
- *     context made with options rebuilt here and nosuid,nodev forced, and
- *     enter it in the table; only then, with the lock dropped, move_mount it
- *     onto the target fd: move_mount waits for the target's inode lock, which
- *     the tenant can hold for ever (a page fault into its own unanswered FUSE
- *     file while a getdents holds the directory), and a lock every container
- *     shares must never wait on a tenant, see
- *     profiles/README.md "Locks: nothing shared waits on a tenant"; a move
- *     that fails frees the file system, and with it its place in the count;
- *     unmount only FUSE mounts this broker made;
+ *     the mount is the container's); a caller that is not the container's
+ *     root must be able to write the target with its own credentials
+ *     (fusermount's rule: a child that takes them on asks the kernel), and
+ *     gets allow_other only with fuse.allow_other (in its own user
+ *     namespace, the container's root gets it too); take the caller's
+ *     /dev/fuse descriptor with pidfd_getfd (the number in fd= is never
+ *     trusted) only now, make the context with options rebuilt here and
+ *     nosuid,nodev forced, create the file system and its mount, and drop
+ *     the descriptor: nothing that can wait holds it;
+ *  6. back in our own cgroups, under the node's table lock (fuse_held.h):
+ *     count the FUSE file systems the container and the node hold (until the
+ *     kernel frees them, however detached) and enter the new one; only then,
+ *     with the lock dropped, move_mount it onto the target fd. A lock every
+ *     container shares never waits on a tenant, see
+ *     profiles/README.md "Locks: nothing shared waits on a tenant":
+ *     move_mount waits for the target's inode lock, which the tenant can hold
+ *     for ever (a page fault into its own unanswered FUSE file while a
+ *     getdents holds the directory), and a charge to a container at its
+ *     memory limit waits for its reclaim. One refused or failing to move is
+ *     freed, and its place in the count with it. Unmount only FUSE mounts
+ *     this broker made, and for a caller that is not root, its own;
  *  7. answer; a mount whose caller is gone by then is taken away again.
  * The fresh FUSE mount is never stat'ed or read: the daemon that must answer
  * may be the very caller blocked in mount(2). The answer is never
@@ -918,20 +920,37 @@ static int mount_lock(struct rv_broker_ctx *ctx)
     return r == 0 ? 0 : -EAGAIN;
 }
 
-/* Under the node's table lock, where nothing may wait on a tenant: count
- * what the container and the node hold (file systems the kernel has not
- * freed, however they were detached), create the file system from its
- * context and enter it in the table. Nothing here takes a lock on a path or
- * inode the tenant can reach: the superblock is new, its root is asked
- * nothing (AT_STATX_DONT_SYNC), and fusectl is the node's own. Attaching it
- * (move_mount) is the caller's, after the lock. */
-static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c,
-                         const struct rv_mount_flags *fl, struct rv_broker_mount *m,
-                         const char **why)
+/* The file system from its context, charged to the container (the worker is
+ * in its cgroups), before the node's lock: creating the superblock and its
+ * mount allocates kernel memory, which a container at its memory limit makes
+ * wait (reclaim; memory.high throttles on the way back from the call). Its
+ * root is asked nothing (AT_STATX_DONT_SYNC). The caller's /dev/fuse goes as
+ * soon as the superblock holds the connection. */
+static int fs_create(struct caller *c, const struct rv_mount_flags *fl, struct rv_broker_mount *m,
+                     const char **why)
 {
+    int r = rv_fsconfig(c->fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ? -errno : 0;
+
+    close(c->fuse_fd);
+    c->fuse_fd = -1;
+    if (r < 0)
+        REFUSE(refusal(c, "fsconfig create", c->fs), r);
+    if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl->attrs)) < 0)
+        REFUSE("fsmount", -errno);
+    if (mount_of(c->mnt, m, NULL, NULL) < 0)
+        REFUSE("mount id of the new mount", -EPERM);
+    return 0;
+}
+
+/* Under the node's table lock, in the broker's own cgroups, where nothing may
+ * wait on a tenant: count what the container and the node hold (file systems
+ * the kernel has not freed, however they were detached) and enter the new
+ * one; fusectl is the node's own. One over a cap is refused, and freed with
+ * c->mnt and c->fs. Attaching it (move_mount) is the caller's, after. */
+static int fs_count(struct rv_broker_ctx *ctx, const struct rv_broker_mount *m, const char **why)
+{
+    uint32_t dev = (m->dev_major << 20) | m->dev_minor;   /* fusectl names it by dev_t */
     uint64_t ino;
-    uint32_t dev;
-    int r;
 
     ctx->cap_hit = rv_held_admit(ctx->held, ctx->fusectl, ctx->key, ctx->max_mounts,
                                  ctx->max_mounts_node);
@@ -939,17 +958,6 @@ static int mount_counted(struct rv_broker_ctx *ctx, struct caller *c,
         REFUSE("the container holds fuse.max_mounts FUSE file systems", -ENOSPC);
     if (ctx->cap_hit == 2)
         REFUSE("the node holds fuse.max_mounts_node FUSE file systems", -ENOSPC);
-    r = rv_fsconfig(c->fs, RV_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ? -errno : 0;
-    close(c->fuse_fd);
-    c->fuse_fd = -1;
-    if (r < 0)
-        REFUSE(refusal(c, "fsconfig create", c->fs), r);
-    if ((c->mnt = rv_fsmount(c->fs, RV_FSMOUNT_CLOEXEC, fl->attrs)) < 0)
-        REFUSE("fsmount", -errno);
-    /* fusectl names a connection by the kernel's dev_t */
-    if (mount_of(c->mnt, m, NULL, NULL) < 0)
-        REFUSE("mount id of the new mount", -EPERM);
-    dev = (m->dev_major << 20) | m->dev_minor;
     if (rv_held_ino(ctx->fusectl, dev, &ino) < 0)
         REFUSE("the new file system's connection is not in fusectl", -EPERM);
     if (rv_held_add(ctx->held, ctx->key, dev, ino) < 0)
@@ -1008,10 +1016,14 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
     if (r < 0)
         REFUSE(refusal(c, "fsconfig", -1), r);
     c->fs = r;
+    if ((r = fs_create(c, fl, &m, why)) < 0)
+        return r;
+    m.owner = (unsigned)o->user_id;
+    if (charge(ctx, false) < 0)
+        REFUSE("cannot go back to the broker's own cgroups (to take the node's lock)", -ENOMEM);
     if (rv_held_lock(ctx->held) < 0)
         REFUSE("the node's table of FUSE file systems is busy", -EAGAIN);
-    m.owner = (unsigned)o->user_id;
-    r = mount_counted(ctx, c, fl, &m, why);
+    r = fs_count(ctx, &m, why);
     rv_held_unlock(ctx->held);
     if (r < 0)
         return r;

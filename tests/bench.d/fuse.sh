@@ -79,10 +79,11 @@ echo "spec with docker's profile shape:"
 
 echo
 echo "== FUSE: one mount through the broker vs the same mount by a process with CAP_SYS_ADMIN ($MOUNTS mounts, each unmounted)"
-echo "   (userns: the broker's mount for a container in its own user namespace, made as that namespace)"
+echo "   (userns: the broker's mount for a container in its own user namespace, made as that namespace;"
+echo "    user: by uid 1000 of the container, whom a child of the broker checks as fusermount would)"
 fuse_probe_build || exit 1
 fuse_rootfs "$T/rootfs"
-for arm in broker userns direct; do
+for arm in broker userns user direct; do
     rv_bundle "$T/m-$arm" ".root.path = \"$T/rootfs\" | .root.readonly = true
         | .process.args = [\"fuse-probe\", \"loop\", \"/mnt/fuse\", \"$MOUNTS\"]
         | .annotations[\"resview.io/lxcfs\"] = \"false\""
@@ -99,12 +100,17 @@ jq --arg r "$T/rootfs-userns" '.annotations["resview.io/fuse"] = "true" | .root.
     | .linux.uidMappings = [{containerID: 0, hostID: 100000, size: 65536}]
     | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]' \
     "$T/m-userns/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-userns/config.json"
+cp -a "$T/rootfs" "$T/rootfs-user" && chown 1000:1000 "$T/rootfs-user/mnt/fuse"
+jq --arg r "$T/rootfs-user" '.annotations["resview.io/fuse"] = "true" | .root.path = $r
+    | .process.args = ["fuse-probe", "as", "1000", "1000"] + .process.args[1:]
+    | .process.capabilities |= with_entries(.value += ["CAP_SETUID", "CAP_SETGID"])' \
+    "$T/m-user/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-user/config.json"
 jq '.process.capabilities |= with_entries(.value += ["CAP_SYS_ADMIN"])
     | .linux.devices += [{path: "/dev/fuse", type: "c", major: 10, minor: 229, fileMode: 438, uid: 0, gid: 0}]
     | .linux.resources.devices += [{allow: true, type: "c", major: 10, minor: 229, access: "rwm"}]' \
     "$T/m-direct/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-direct/config.json"
 for round in 1 2 3; do
-    for arm in broker userns direct; do
+    for arm in broker userns user direct; do
         if [ $arm != direct ]; then out=$(cd "$T/m-$arm" && "$T/shim" --root "$T/rm" run "m-$arm-$round" 2>&1)
         else out=$(cd "$T/m-$arm" && runc --root "$T/rm" run "m-$arm-$round" 2>&1); fi
         grep -q "ok $MOUNTS" <<<"$out" || { echo "bench: $arm: $out" >&2; exit 1; }
@@ -119,10 +125,11 @@ for line in open(sys.argv[1]):
     arms.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3))))
 b = [statistics.median(x) for x in zip(*arms["broker"])]
 u = [statistics.median(x) for x in zip(*arms["userns"])]
+n = [statistics.median(x) for x in zip(*arms["user"])]
 d = [statistics.median(x) for x in zip(*arms["direct"])]
 for i, what in ((1, "mount         "), (0, "mount + umount")):
-    print("%s  broker %6.0f us  userns %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us  added %+6.0f / %+6.0f us"
-          % (what, b[i], u[i], d[i], b[i] - d[i], u[i] - d[i]))
+    print("%s  broker %6.0f us  userns %6.0f us  user %6.0f us  direct (CAP_SYS_ADMIN) %6.0f us"
+          "  added %+6.0f / %+6.0f / %+6.0f us" % (what, b[i], u[i], n[i], d[i], b[i] - d[i], u[i] - d[i], n[i] - d[i]))
 PY
 
 echo
