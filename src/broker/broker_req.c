@@ -863,8 +863,8 @@ static int caller_may_mount_on(struct rv_broker_ctx *ctx, const struct caller *c
     if (pid < 0)
         return -EAGAIN;   /* the container's pids limit, most likely */
     pfd = (struct pollfd){ .fd = rv_pidfd_open(pid, 0), .events = POLLIN };
-    if (pfd.fd >= 0 && poll(&pfd, 1, RV_BROKER_LOCK_MS) != 1)
-        kill(pid, SIGKILL);
+    if (pfd.fd < 0 || poll(&pfd, 1, RV_BROKER_LOCK_MS) != 1)
+        kill(pid, SIGKILL);   /* no answer in time (or no way to wait for one): refused */
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (pfd.fd >= 0)

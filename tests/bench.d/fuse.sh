@@ -101,7 +101,7 @@ jq --arg r "$T/rootfs-userns" '.annotations["resview.io/fuse"] = "true" | .root.
     | .linux.gidMappings = [{containerID: 0, hostID: 100000, size: 65536}]' \
     "$T/m-userns/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-userns/config.json"
 cp -a "$T/rootfs" "$T/rootfs-user" && chown 1000:1000 "$T/rootfs-user/mnt/fuse"
-jq --arg r "$T/rootfs-user" '.annotations["resview.io/fuse"] = "true" | .root.path = $r
+jq --arg r "$T/rootfs-user" '.annotations["resview.io/fuse"] = "true" | .root.path = $r | .root.readonly = false
     | .process.args = ["fuse-probe", "as", "1000", "1000"] + .process.args[1:]
     | .process.capabilities |= with_entries(.value += ["CAP_SETUID", "CAP_SETGID"])' \
     "$T/m-user/config.json" >"$T/c.json" && mv "$T/c.json" "$T/m-user/config.json"
