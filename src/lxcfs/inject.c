@@ -140,8 +140,12 @@ static bool is_fuse(const char *type)
  * pinned by a descriptor, so that a later descriptor with the same id is on
  * the same mount. */
 struct walk_ctx {
-    int piddir;                        /* /proc/PID: its mountinfo */
+    int self;                          /* our /proc/self: our mountinfo, read once we are
+                                          in the container's namespace (at its root: a
+                                          chrooted process's own would not list the
+                                          mount its root is on) */
     int fdinfo;                        /* our /proc/self/fdinfo */
+    int ownns;                         /* our mount namespace, to come back for the clones */
     struct { int pin; struct rv_mount_info mi; } known[PINS_MAX];
     unsigned n;
     char scratch[16384];
@@ -149,8 +153,16 @@ struct walk_ctx {
 
 static void walk_ctx_init(struct walk_ctx *w)
 {
-    w->piddir = w->fdinfo = -1;
+    w->self = w->fdinfo = w->ownns = -1;
     w->n = 0;
+}
+
+static int walk_ctx_open(struct walk_ctx *w)
+{
+    w->self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    w->fdinfo = open("/proc/self/fdinfo", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    w->ownns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    return w->self < 0 || w->fdinfo < 0 || w->ownns < 0 ? -1 : 0;
 }
 
 static void walk_ctx_close(struct walk_ctx *w)
@@ -158,9 +170,13 @@ static void walk_ctx_close(struct walk_ctx *w)
     for (unsigned i = 0; i < w->n; i++)
         close(w->known[i].pin);
     w->n = 0;
+    if (w->self >= 0)
+        close(w->self);
     if (w->fdinfo >= 0)
         close(w->fdinfo);
-    w->fdinfo = -1;
+    if (w->ownns >= 0)
+        close(w->ownns);
+    w->self = w->fdinfo = w->ownns = -1;
 }
 
 /* The mount fd is on: 0, or -1 (errno; ENOENT: not in the process's mount table). */
@@ -177,7 +193,7 @@ static int mount_of(struct walk_ctx *w, int fd, struct rv_mount_info *mi)
             return 0;
         }
     /* read after fd pins the mount: the line found is that mount's */
-    f = openat(w->piddir, "mountinfo", O_RDONLY | O_CLOEXEC);
+    f = openat(w->self, "mountinfo", O_RDONLY | O_CLOEXEC);
     if (f < 0)
         return -1;
     r = rv_mountinfo_lookup(f, id, mi, w->scratch, sizeof(w->scratch));
@@ -204,7 +220,8 @@ static int refuse_mount(struct rv_inject *req, const char *where, size_t len,
                  is_fuse(mi->type) || strcmp(mi->type, "overlay") == 0 ? "" : " (not a local one)");
     else
         snprintf(req->error, sizeof(req->error), "`/%.*s`: its mount is not in the mount table "
-                 "of process %d (%s)", (int)len, where, (int)req->pid, strerror(errno));
+                 "of the namespace of process %d (%s)", (int)len, where, (int)req->pid,
+                 strerror(errno));
     errno = EPERM;
     return -1;
 }
@@ -313,7 +330,7 @@ static bool keep_dev(const struct rv_inject *req, dev_t d)
  * root; before (runc's prestart), the rootfs at its host path inside the
  * container's namespace. The directory found must be the rootfs we were
  * given (device and inode), so nothing in the container can redirect us. */
-static int open_root(struct rv_inject *req, int piddir, struct walk_ctx *w)
+static int open_root(struct rv_inject *req, int piddir)
 {
     cleanup_close int proot = -1;
     struct stat want, have;
@@ -328,12 +345,14 @@ static int open_root(struct rv_inject *req, int piddir, struct walk_ctx *w)
         return -1;
     }
     req->root_how = "process root";
-    /* a user's: nothing is asked of the root's file system before its type is known */
-    if (req->check_mounts && check_root_mount(req, w, proot) < 0)
-        return -1;
     if (!req->rootfs[0]) {
-        if (req->root_ino && (fstat(proot, &have) < 0 || have.st_dev != req->root_dev ||
-                              have.st_ino != req->root_ino)) {
+        /* AT_STATX_DONT_SYNC: the root may be a user's FUSE or overlay (its
+         * type is checked once in the namespace, check_root_mount): no
+         * request for its attributes */
+        struct statx sx;
+        if (req->root_ino && (rv_statx(proot, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0 ||
+                              makedev(sx.stx_dev_major, sx.stx_dev_minor) != req->root_dev ||
+                              sx.stx_ino != req->root_ino)) {
             req->refused = true;
             snprintf(req->error, sizeof(req->error), "the root of process %d is not the "
                      "recorded one", (int)req->pid);
@@ -682,18 +701,30 @@ int rv_inject_run(struct rv_inject *req)
     }
     if (check_namespace(req, nsfd) < 0)
         return -1;
-    if (req->check_mounts) {
-        w.piddir = piddir;
-        w.fdinfo = open("/proc/self/fdinfo", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (w.fdinfo < 0) {
-            snprintf(req->error, sizeof(req->error), "open /proc/self/fdinfo: %s", strerror(errno));
-            return -1;
-        }
+    if (req->check_mounts && walk_ctx_open(&w) < 0) {
+        snprintf(req->error, sizeof(req->error), "open /proc/self: %s", strerror(errno));
+        walk_ctx_close(&w);
+        return -1;
     }
-    rootfd = open_root(req, piddir, &w);
+    rootfd = open_root(req, piddir);
     if (rootfd < 0) {
         walk_ctx_close(&w);
         return -1;
+    }
+    /* A user's: the targets are looked at from inside the namespace (its
+     * mount table as seen from its root), its root's type first; then back
+     * to our namespace for the clones. */
+    if (req->check_mounts) {
+        if (setns(nsfd, CLONE_NEWNS) < 0) {
+            snprintf(req->error, sizeof(req->error), "enter the mount namespace of %d: %s",
+                     (int)req->pid, strerror(errno));
+            r = -1;
+            goto count;
+        }
+        if (check_root_mount(req, &w, rootfd) < 0) {
+            r = -1;
+            goto count;
+        }
     }
     /* Look at every target from here first: a live view already there needs
      * nothing, and a clone made for nothing costs an RCU grace period when
@@ -718,6 +749,11 @@ int rv_inject_run(struct rv_inject *req)
     }
     if (!work)
         goto count;
+    if (req->check_mounts && setns(w.ownns, CLONE_NEWNS) < 0) {
+        snprintf(req->error, sizeof(req->error), "back to our mount namespace: %s", strerror(errno));
+        r = -1;
+        goto count;
+    }
     /* Clones of the LXCFS files, made here, where they are visible. */
     if (req->holder[0] && !legacy)
         rv_viewhold_get(req->holder, req->live_dev, &held);

@@ -178,6 +178,7 @@ static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, l
     char name[32];
     size_t len;
     unsigned kept = 0;
+    struct stat own = { .st_mode = S_IFREG | 0600, .st_uid = 0, .st_gid = 0 };
 
     /* records not there any more are forgotten */
     for (unsigned i = 0; i < o->n_seen; i++)
@@ -213,7 +214,7 @@ static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, l
     json_object_set_new(doc, "seen", seen);
     snprintf(name, sizeof(name), "%u", (unsigned)o->uid);
     if (rv_json_dump(doc, &text, &len, &err) < 0 ||
-        rv_write_atomic_at(dfd, name, text, len, NULL, RV_WRITE_SWEEP, &err) < 0)
+        rv_write_atomic_at(dfd, name, text, len, &own, RV_WRITE_SWEEP, &err) < 0)
         rv_log(RV_WARN, "repair: remember user %u: %s", (unsigned)o->uid, err.msg);
     (void)cfg;
 }
@@ -224,9 +225,18 @@ void rv_owners_save(struct rv_owners *t)
     cleanup_close int dfd = -1;
     long long now = time(NULL);
 
-    if (t->n && owners_dir(t->cfg, dir, sizeof(dir)) == 0 &&
+    struct stat st;
+
+    if (t->n && owners_dir(t->cfg, dir, sizeof(dir)) >= 0 &&
         (mkdir(dir, 0700) == 0 || errno == EEXIST))
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* root's alone */
+    if (dfd >= 0 && (fstat(dfd, &st) < 0 || st.st_uid != 0 ||
+                     ((st.st_mode & 07777) != 0700 && fchmod(dfd, 0700) < 0))) {
+        rv_log(RV_WARN, "repair: `%s` is not root's: users' costs not remembered", dir);
+        close(dfd);
+        dfd = -1;
+    }
     for (size_t i = 0; i < t->n; i++) {
         if (dfd >= 0)
             save_one(t->cfg, dfd, t->o[i], now);

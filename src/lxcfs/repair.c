@@ -163,28 +163,6 @@ static bool root_is(pid_t pid, dev_t dev, ino_t ino)
            makedev(sx.stx_dev_major, sx.stx_dev_minor) == dev;
 }
 
-/* root_is() for a user's record: the root's file system is asked nothing
- * (not even statx) unless it is one root may walk (inject.h): the root is
- * known by its mount, from fdinfo and the process's mountinfo. */
-static bool user_root_is(pid_t pid, dev_t dev, ino_t ino)
-{
-    char path[64], buf[8192];
-    struct rv_mount_info mi;
-    unsigned long long id;
-    cleanup_close int root = -1, fdinfo = -1, mtab = -1;
-    struct stat st;
-
-    snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-    root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    fdinfo = open("/proc/self/fdinfo", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-    if (root < 0 || fdinfo < 0 || rv_fd_mnt_id(fdinfo, root, &id) < 0 ||
-        (mtab = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-        rv_mountinfo_lookup(mtab, id, &mi, buf, sizeof(buf)) < 0 || !rv_inject_walkable(mi.type))
-        return false;
-    return fstat(root, &st) == 0 && st.st_ino == ino && st.st_dev == dev;
-}
-
 /* Whether pid's mount namespace is owned by a user namespace uid made. */
 static bool owned_by(pid_t pid, uid_t uid)
 {
@@ -236,8 +214,7 @@ static int locate(struct repair_ctx *c, ino_t ns)
         if (piddir >= 0 && rv_pid_start_time(piddir, &start) == 0 &&
             start == c->req.start_time) {
             close(piddir);
-            return !c->req.root_ino || (c->req.check_owner ? user_root_is : root_is)(
-                       c->req.pid, c->req.root_dev, c->req.root_ino) ? LOCATED : NOT_YET;
+            return !c->req.root_ino || root_is(c->req.pid, c->req.root_dev, c->req.root_ino) ? LOCATED : NOT_YET;
         }
         if (piddir >= 0)
             close(piddir);
@@ -252,8 +229,7 @@ static int locate(struct repair_ctx *c, ino_t ns)
          * another owner's namespace now answers is one whose inode number was
          * used again after the recorded namespace ended: gone. */
         if ((c->req.check_owner && !owned_by(c->ns_map[i].pid, c->req.owner)) ||
-            !(c->req.check_owner ? user_root_is : root_is)(c->ns_map[i].pid, c->req.root_dev,
-                                                          c->req.root_ino))
+            !root_is(c->ns_map[i].pid, c->req.root_dev, c->req.root_ino))
             continue;
         snprintf(path, sizeof(path), "/proc/%d", (int)c->ns_map[i].pid);
         piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
