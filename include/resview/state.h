@@ -11,7 +11,10 @@
  *                      enroot-<random>; no user can list, read back, replace
  *                      or remove another's. Its content is the tenant's
  *                      word: `resview repair` checks it against the kernel
- *                      (repair.c) before acting on it.
+ *                      (repair.c) before acting on it, and bounds what each
+ *                      user keeps there (RV_USER_*).
+ *   owners/<uid>       root only: what repair remembers of a user whose
+ *                      records it acts on (lxcfs/owners.h).
  *
  * state_dir itself is 0711 so that users reach users/. */
 #ifndef RESVIEW_STATE_H
