@@ -71,9 +71,10 @@ struct rv_inject {
      * record): the process's root and every directory on the way to a
      * target must be on a mount of a type rv_inject_walkable() allows, each
      * mount known by its id (fdinfo) in the process's mountinfo read as
-     * data, before the first name is looked up in it; a mount at the target
-     * itself is taken off (FUSE: a stale view) or refused, never asked.
-     * Anything else refuses the request (refused, error). */
+     * data (as seen from the namespace's root), before the first name is
+     * looked up in it; a target must be a file of procfs (proc/...) or sysfs
+     * (sys/...); a mount on it is a live view (kept) or taken off, never
+     * asked. Anything else refuses the request (refused, error). */
     bool check_mounts;
     unsigned n;
     struct rv_view views[RV_VIEWS_MAX];

@@ -240,11 +240,12 @@ static int check_root_mount(struct rv_inject *req, struct walk_ctx *w, int rootf
 
 /* walk_path for check_mounts: a name is looked up only in a directory on a
  * mount that is walkable; the last component is opened as itself (O_PATH,
- * no lookup inside whatever is mounted on it) and *mi is its mount,
- * *own whether that mount is one of its own (a mount root: a view, or a
- * mount over the target). The root was checked (check_root_mount). */
+ * no lookup inside whatever is mounted on it) and *mi is its mount, *dir_mi
+ * the mount of the directory it is in, *own whether *mi is a mount of its
+ * own (a mount root: a view, or a mount over the target). The root was
+ * checked (check_root_mount). */
 static int walk_checked(struct rv_inject *req, struct walk_ctx *w, int rootfd, const char *path,
-                        struct rv_mount_info *mi, bool *own)
+                        struct rv_mount_info *mi, struct rv_mount_info *dir_mi, bool *own)
 {
     char buf[PATH_MAX], *save = NULL, *comp, *next;
     cleanup_close int cur = -1;
@@ -281,6 +282,7 @@ static int walk_checked(struct rv_inject *req, struct walk_ctx *w, int rootfd, c
         }
         if (!next) {
             *mi = here;
+            *dir_mi = at;
             *own = here.id != at.id;
             close(cur);
             return fd;
@@ -485,23 +487,34 @@ static void resolve_failed(struct rv_view *v)
         view_set(v, RV_VIEW_FAILED, "resolve target: %s", strerror(errno));
 }
 
-/* classify() for check_mounts, from what the mount table says: a FUSE mount
- * on the target is a view (live: its device is the live LXCFS's) or taken
- * off, without a request to it; only a walkable file system is asked
- * (statx) what the target is. */
+/* classify() for check_mounts, from what the mount table says. A view's
+ * target is a file of the container's procfs (proc/...) or sysfs (sys/...),
+ * nothing else: a user's own tmpfs there could hold the target's inode lock
+ * for ever (a write faulting on the user's FUSE), and move_mount waits for
+ * it. A FUSE mount on the target is a view (live: its device is the live
+ * LXCFS's); any other mount on it, or a stale view, is taken off without a
+ * request to it; only procfs or sysfs is asked (statx) what the target is. */
 static int classify_checked(struct rv_inject *req, int fd, const struct rv_mount_info *mi,
-                            bool own, struct rv_view *v)
+                            const struct rv_mount_info *dir_mi, bool own, struct rv_view *v)
 {
-    if (own && is_fuse(mi->type)) {
-        dev_t dev = makedev(mi->maj, mi->min);
-        if (dev == req->live_dev)
-            return 1;
-        return keep_dev(req, dev) ? 0 : 2;
-    }
-    if (!rv_inject_walkable(mi->type)) {
-        refuse_mount(req, v->dst, strlen(v->dst), mi);
+    const char *want = strncmp(v->dst, "proc/", 5) == 0 ? "proc"
+                       : strncmp(v->dst, "sys/", 4) == 0 ? "sysfs" : NULL;
+
+    if (!want || strcmp(dir_mi->type, want) != 0) {
+        req->refused = true;
+        snprintf(req->error, sizeof(req->error), "`/%s` is on %s, not %s: no view goes there",
+                 v->dst, dir_mi->type[0] ? dir_mi->type : "an unknown file system",
+                 want ? want : "proc or sysfs");
         view_set(v, RV_VIEW_FAILED, "refused");
         return -1;
+    }
+    if (own) {
+        dev_t dev = makedev(mi->maj, mi->min);
+        if (is_fuse(mi->type) && dev == req->live_dev)
+            return 1;
+        if (is_fuse(mi->type) && keep_dev(req, dev))
+            return 0;
+        return 2;
     }
     return classify(req, fd, v);
 }
@@ -511,12 +524,12 @@ static int classify_checked(struct rv_inject *req, int fd, const struct rv_mount
 static int target_open(struct rv_inject *req, struct walk_ctx *w, int rootfd, struct rv_view *v,
                        int *what)
 {
-    struct rv_mount_info mi;
+    struct rv_mount_info mi, dir_mi;
     bool own = false;
     int fd;
 
     if (req->check_mounts)
-        fd = walk_checked(req, w, rootfd, v->dst, &mi, &own);
+        fd = walk_checked(req, w, rootfd, v->dst, &mi, &dir_mi, &own);
     else
         fd = openat2_path(rootfd, v->dst, 0);
     if (fd < 0) {
@@ -526,7 +539,8 @@ static int target_open(struct rv_inject *req, struct walk_ctx *w, int rootfd, st
             resolve_failed(v);
         return -1;
     }
-    *what = req->check_mounts ? classify_checked(req, fd, &mi, own, v) : classify(req, fd, v);
+    *what = req->check_mounts ? classify_checked(req, fd, &mi, &dir_mi, own, v)
+                              : classify(req, fd, v);
     if (*what < 0) {
         close(fd);
         return -1;

@@ -5,7 +5,9 @@
 #     that never answers LOOKUP, over the /proc of chrooted processes in mount
 #     namespaces of its own, and records each: root's repair asks that daemon
 #     nothing (overlayfs would look up with the user's credentials), leaves no
-#     child stuck, returns at once, refuses and removes the records; a users'
+#     child stuck, returns at once, refuses and removes the records; a view
+#     goes only on a file of the container's procfs (a user's tmpfs over its
+#     /proc: refused; a user's mount over /proc/meminfo: taken off); a users'
 #     pass in progress does not hold up a repair of root's containers, and
 #     `repair --no-users` (the lxcfs.service drop-in) leaves users/ alone;
 #  2. root's memory of a user (state_dir/owners/UID): while a child of an
@@ -99,6 +101,31 @@ t_eq "the 3 records are refused: /proc is on the user's overlay" \
     "$(grep -c "^refused  user $U's container (record atk-[123]): \`/proc\` is on overlay" "$T/out")" "3"
 t_eq "... and removed" "$(ls "$USERS" | grep -c '^atk-')" "0"
 t_contains "summary" "$(tail -1 "$T/out")" "refused 3 records of users"
+
+# A view's target is a file of the container's procfs (or sysfs): a user's
+# tmpfs over its /proc is refused (root's move_mount would wait for the
+# target's inode lock, which the user can hold); a user's mount over its
+# /proc/meminfo is taken off, unasked, and the view goes on procfs's file.
+mkdir -p "$T/ut"; chown "$U:$U" "$T/ut"
+for k in tmpfs bind; do
+    setpriv --reuid="$U" --regid="$U" --clear-groups unshare -Urm sh -c '
+        mount -t tmpfs t "$1" && echo fake >"$1/meminfo" && echo fake >"$1/cpuinfo" || exit 1
+        if [ "$2" = tmpfs ]; then mount --bind "$1" /proc; else mount --bind "$1/meminfo" /proc/meminfo; fi
+        exec sleep 3600' sh "$T/ut" "$k" </dev/null >/dev/null 2>&1 &
+    t_cleanup "kill $!"
+    eval "u_$k=$!"
+done
+wait_for 5 sh -c "grep -q ' /proc/meminfo ' /proc/$u_bind/mountinfo && grep -q ' /proc ' /proc/$u_tmpfs/mountinfo && ! grep -q ' /proc .* - proc ' /proc/$u_tmpfs/mountinfo"
+forge "$U" proc-tmpfs "$(record "$u_tmpfs" "$(root_id "/proc/$u_tmpfs/root")")"
+forge "$U" proc-bind "$(record "$u_bind" "$(root_id "/proc/$u_bind/root")")"
+repair >"$T/out" 2>&1
+t_contains "a user's tmpfs over its /proc: refused" "$(cat "$T/out")" \
+    "refused  user $U's container (record proc-tmpfs): \`/proc/meminfo\` is on tmpfs, not proc"
+t_contains "a user's mount over its /proc/meminfo: taken off, the view mounted" "$(cat "$T/out")" \
+    "repaired user $U's container (record proc-bind): 2 views mounted, 1 stale detached"
+t_eq "... one mount on /proc/meminfo: the view" "$(grep -c ' /proc/meminfo ' "/proc/$u_bind/mountinfo") $(grep ' /proc/meminfo ' "/proc/$u_bind/mountinfo" | grep -c ' - fuse.lxcfs ')" "1 1"
+t_eq "refused records removed, the other kept" "$(ls "$USERS" | grep '^proc-' | tr '\n' ' ')" "proc-bind "
+rm -f "$USERS/proc-bind"
 
 # A users' pass in progress (its lock held) holds up no repair of root's
 # containers, and --no-users does not wait for it.
