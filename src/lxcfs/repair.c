@@ -214,7 +214,8 @@ static int locate(struct repair_ctx *c, ino_t ns)
         if (piddir >= 0 && rv_pid_start_time(piddir, &start) == 0 &&
             start == c->req.start_time) {
             close(piddir);
-            return !c->req.root_ino || root_is(c->req.pid, c->req.root_dev, c->req.root_ino) ? LOCATED : NOT_YET;
+            return !c->req.root_ino || root_is(c->req.pid, c->req.root_dev, c->req.root_ino)
+                       ? LOCATED : NOT_YET;
         }
         if (piddir >= 0)
             close(piddir);
