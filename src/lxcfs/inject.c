@@ -291,10 +291,15 @@ static int walk_checked(struct rv_inject *req, struct walk_ctx *w, int rootfd, c
             close(fd);
             return refuse_mount(req, path, (size_t)(comp - buf) + strlen(comp), &here);
         }
-        if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            int e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+        if (fstat(fd, &st) < 0) {
+            int e = errno;
             close(fd);
             errno = e;
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            close(fd);
+            errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
             return -1;
         }
         close(cur);
@@ -352,9 +357,10 @@ static int open_root(struct rv_inject *req, int piddir)
          * type is checked once in the namespace, check_root_mount): no
          * request for its attributes */
         struct statx sx;
-        if (req->root_ino && (rv_statx(proot, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0 ||
-                              makedev(sx.stx_dev_major, sx.stx_dev_minor) != req->root_dev ||
-                              sx.stx_ino != req->root_ino)) {
+        if (req->root_ino &&
+            (rv_statx(proot, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0 ||
+             makedev(sx.stx_dev_major, sx.stx_dev_minor) != req->root_dev ||
+             sx.stx_ino != req->root_ino)) {
             req->refused = true;
             snprintf(req->error, sizeof(req->error), "the root of process %d is not the "
                      "recorded one", (int)req->pid);
