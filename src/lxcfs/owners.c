@@ -60,6 +60,7 @@ static void load(const struct rv_config *cfg, struct rv_owner *o)
     if (json_integer_value(json_object_get(doc, "level")) > 0)
         o->level = (unsigned)(json_integer_value(json_object_get(doc, "level")) & 0xff);
     o->until = json_integer_value(json_object_get(doc, "until"));
+    o->last_timeout = json_integer_value(json_object_get(doc, "last_timeout"));
     json_array_foreach((a = json_object_get(doc, "seen")), i, e) {
         json_int_t ino = json_integer_value(json_array_get(e, 0));
         json_int_t first = json_integer_value(json_array_get(e, 1));
@@ -155,6 +156,13 @@ void rv_owner_charge(struct rv_owner *o, long ms, bool timed_out, pid_t stuck, l
         if (piddir >= 0)
             close(piddir);
     }
+    /* a first timeout alone (no child left): remembered, not yet a back-off */
+    if (!stuck && (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
+        o->last_timeout = now;
+        return;
+    }
+    if (!stuck)
+        o->last_timeout = now;
     if (now >= o->until) {
         long long span = RV_OWNER_BACKOFF_S;
         for (unsigned i = 0; i < o->level && span < RV_OWNER_BACKOFF_MAX_S; i++)
@@ -211,6 +219,7 @@ static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, l
     json_object_set_new(doc, "stuck", stuck);
     json_object_set_new(doc, "level", json_integer(o->level));
     json_object_set_new(doc, "until", json_integer(o->until));
+    json_object_set_new(doc, "last_timeout", json_integer(o->last_timeout));
     json_object_set_new(doc, "seen", seen);
     snprintf(name, sizeof(name), "%u", (unsigned)o->uid);
     if (rv_json_dump(doc, &text, &len, &err) < 0 ||

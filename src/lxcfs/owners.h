@@ -3,15 +3,17 @@
  *
  *   state_dir/owners/<uid>   root only (0700 directory, 0600 files), never in
  *                            users/: {"stuck": [[PID, START], ...],
- *                            "level": N, "until": EPOCH_S,
+ *                            "level": N, "until": EPOCH_S, "last_timeout": EPOCH_S,
  *                            "seen": [[INODE, EPOCH_S], ...]}
  *
  * - stuck: children of a repair left in an uninterruptible wait while they
  *   worked on that user's container (bounded.h). While one of them is still
  *   there, the user's records are skipped: no second child follows the first.
- * - level, until: a record of the user's that timed out or left a child stuck
- *   backs the user off, for RV_OWNER_BACKOFF_S doubled per level in a row
- *   (at most RV_OWNER_BACKOFF_MAX_S); a run without one ends the series.
+ * - level, until, last_timeout: a record of the user's that left a child
+ *   stuck, or a second one that timed out within RV_OWNER_BACKOFF_S of the
+ *   last (one alone may be a busy host), backs the user off, for
+ *   RV_OWNER_BACKOFF_S doubled per level in a row (at most
+ *   RV_OWNER_BACKOFF_MAX_S); a run without one ends the series.
  * - seen: when root first saw each record (its inode): a record that is still
  *   "not yet" (its process has not reached the recorded root) some time after
  *   is dropped, by root's clock, not by times the user can set (utimes sets
@@ -43,6 +45,7 @@ struct rv_owner {
     unsigned n_stuck;
     unsigned level;
     long long until;
+    long long last_timeout;   /* epoch seconds, 0: none */
     struct rv_owner_seen seen[RV_OWNER_SEEN_MAX];
     unsigned n_seen;
     /* this run */

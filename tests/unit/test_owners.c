@@ -57,10 +57,16 @@ int main(void)
     o = rv_owner_get(&t, 4242);
     ok(o && rv_owner_first_seen(o, 12, now + 7) == now + 7, "a record not seen in a run is forgotten");
 
-    /* a timeout: backed off, doubling in a row */
+    /* a timeout alone (a busy host): remembered; a second one: backed off,
+     * doubling in a row */
+    rv_owner_charge(o, 2000, true, 0, now - 60);
+    ok(o->level == 0 && o->until == 0 && o->last_timeout == now - 60 &&
+       rv_owner_blocked(o, now, why, sizeof(why)) == 0, "one timeout: remembered, no back-off");
+    rv_owners_save(&t);
+    o = rv_owner_get(&t, 4242);
     rv_owner_charge(o, 2000, true, 0, now);
-    ok(o->level == 1 && o->until == now + RV_OWNER_BACKOFF_S, "a timeout: backed off %d s",
-       RV_OWNER_BACKOFF_S);
+    ok(o->level == 1 && o->until == now + RV_OWNER_BACKOFF_S,
+       "a second within %d s, in the next run: backed off %d s", RV_OWNER_BACKOFF_S, RV_OWNER_BACKOFF_S);
     ok(rv_owner_blocked(o, now + 1, why, sizeof(why)) == 1 && strstr(why, "backing off"),
        "... blocked meanwhile (%s)", why);
     rv_owners_save(&t);
@@ -68,8 +74,10 @@ int main(void)
     ok(o && o->level == 1 && rv_owner_blocked(o, now + 1, why, sizeof(why)) == 1,
        "the back-off survives the run");
     rv_owner_charge(o, 2000, true, 0, now + RV_OWNER_BACKOFF_S);
-    ok(o->until == now + RV_OWNER_BACKOFF_S + 2 * RV_OWNER_BACKOFF_S && o->level == 2,
-       "another in a row: twice as long");
+    ok(o->until == now + RV_OWNER_BACKOFF_S && o->level == 1, "the back-off over: a timeout alone again");
+    rv_owner_charge(o, 2000, true, 0, now + RV_OWNER_BACKOFF_S + 1);
+    ok(o->until == now + RV_OWNER_BACKOFF_S + 1 + 2 * RV_OWNER_BACKOFF_S && o->level == 2,
+       "and a second: twice as long, in a row");
     rv_owners_save(&t);
     o = rv_owner_get(&t, 4242);
     rv_owners_save(&t);       /* a run without trouble, the back-off over */
