@@ -174,9 +174,11 @@ t_cleanup "kill $NY $NY2"
 for p in "$NY" "$NY2"; do wait_for 5 sh -c "[ \"\$(stat -L -c %i /proc/$p/ns/mnt)\" != \"\$(stat -L -c %i /proc/self/ns/mnt)\" ]"; done
 never=$(root_id "$T")
 forge "$U" big "$(record "$NY" "$never" "$(head -c 5000 /dev/zero | tr '\0' x)")"
-for i in $(seq 1 70); do forge "$U" "ny-$i" "$(record "$NY" "$never")"; done
-pad=$(head -c 3600 /dev/zero | tr '\0' y)
-for i in $(seq 1 40); do forge "$U2" "fat-$i" "$(record "$NY2" "$never" "$pad")"; done
+# many records, written by one process of each user
+as_user "$U" sh -c 'for i in $(seq 1 70); do printf "%s\n" "$2" >"$1/ny-$i"; done' sh "$USERS" \
+    "$(record "$NY" "$never")"
+as_user "$U2" sh -c 'for i in $(seq 1 40); do printf "%s\n" "$2" >"$1/fat-$i"; done' sh "$USERS" \
+    "$(record "$NY2" "$never" "$(head -c 3600 /dev/zero | tr '\0' y)")"
 repair >"$T/out" 2>&1
 t_eq "a record over 4 KiB is removed" "$(ls "$USERS" | grep -c '^big$')" "0"
 t_eq "records past 64 per user are removed (70 written)" "$(ls "$USERS" | grep -c '^ny-')" "64"
