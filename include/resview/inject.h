@@ -67,6 +67,15 @@ struct rv_inject {
     ino_t want_mntns;
     bool check_owner;
     uid_t owner;
+    /* Look nothing up through a file system a user may control (a user's
+     * record): the process's root and every directory on the way to a
+     * target must be on a mount of a type rv_inject_walkable() allows, each
+     * mount known by its id (fdinfo) in the process's mountinfo read as
+     * data (as seen from the namespace's root), before the first name is
+     * looked up in it; a target must be a file of procfs (proc/...) or sysfs
+     * (sys/...); a mount on it is a live view (kept) or taken off, never
+     * asked. Anything else refuses the request (refused, error). */
+    bool check_mounts;
     unsigned n;
     struct rv_view views[RV_VIEWS_MAX];
     /* out */
@@ -91,5 +100,12 @@ int rv_inject_run(struct rv_inject *req);
  * either way. */
 int rv_inject(struct rv_inject *req, int timeout_ms, struct rv_error *err);
 const char *rv_view_state_name(enum rv_view_state s);
+/* Whether root may look names up in a file system of this type (mountinfo's
+ * fstype) for a user: local disk file systems and the kernel's own (ext4,
+ * xfs, btrfs, tmpfs, proc, sysfs, ...). Never FUSE (its daemon answers, or
+ * not) nor overlayfs (it looks up its layers with its mounter's credentials:
+ * a user's overlay over the user's FUSE makes root's lookup the user's
+ * request). */
+bool rv_inject_walkable(const char *type);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef RESVIEW_LOG_H
 #define RESVIEW_LOG_H
 
+#include <stdio.h>
 #include "resview/config.h"
 
 /* A log line's message at most (RV_ERRMSG_MAX bytes of text, escaped). */
@@ -14,6 +15,12 @@
  * one. Cut at a whole escape when dst is full. Returns the length. rv_log
  * does it to every message. */
 size_t rv_escape(char *dst, size_t size, const char *src);
+
+/* Print one line to f (the newline added): formatted, then escaped as
+ * rv_escape does, so that text from a tenant or a user in it (a record's
+ * file name, a container id, an error quoting a path) cannot rewrite an
+ * operator's terminal or start a line of its own. For what a command prints. */
+void rv_print_line(FILE *f, const char *fmt, ...) RV_PRINTF(2, 3);
 
 /* binary: "runtime", "hook", "cli". Safe to call before a config is loaded
  * (then only errors reach stderr). A process that is not root on the host

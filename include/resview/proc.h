@@ -48,4 +48,25 @@ uid_t rv_host_uid(void);
  * to inside (inward true). 0, or -1 if unmapped. */
 int rv_id_map(const char *text, unsigned id, bool inward, unsigned *out);
 
+/* One mount as a line of /proc/PID/mountinfo shows it. Reading mountinfo
+ * asks no file system anything (procfs formats what the kernel holds), and
+ * neither does reading fdinfo: together they say what an open descriptor is
+ * on without a request to that file system (a FUSE daemon, an overlay's
+ * layers). */
+struct rv_mount_info {
+    unsigned long long id;     /* the mount id (global, not reused while a descriptor pins it) */
+    unsigned maj, min;         /* its super block's device */
+    char type[64];             /* "ext4", "fuse.lxcfs", "overlay" (longer types: truncated, "") */
+};
+/* Parse one line of mountinfo (len bytes, no '\n' needed); -1 if malformed. */
+int rv_mountinfo_line(const char *line, size_t len, struct rv_mount_info *out);
+/* The line of mount id in the mountinfo text read from fd (read to its end
+ * or until found; buf: scratch of size bytes, no allocation, for bounded
+ * children). 0 found; -1, errno ENOENT (not listed) or EIO (unreadable). */
+int rv_mountinfo_lookup(int fd, unsigned long long id, struct rv_mount_info *out, char *buf,
+                      size_t size);
+/* The mount id of descriptor fd of ours, from fdinfo (fdinfo_dir: our
+ * /proc/self/fdinfo opened; the file system of fd is not asked). 0 or -1. */
+int rv_fd_mnt_id(int fdinfo_dir, int fd, unsigned long long *id);
+
 #endif

@@ -11,12 +11,19 @@
 #define RV_REPAIR_TIMEOUT_MS 2000   /* per container */
 #define RV_RECORD_GRACE_S 60         /* a record without views younger than this may
                                         belong to a create in progress */
+#define RV_USER_NOT_YET_S 600        /* a user's record whose process has not reached the
+                                        recorded root this long after root first saw it
+                                        is dropped */
+#define RV_USERS_PASS_MS 10000       /* users' records get at most this much of a run (and
+                                        each user RV_OWNER_RUN_MS of it); the rest wait */
 
 struct rv_repair_opts {
-    bool all;                 /* also scan every mount namespace for stale views */
+    bool all;                 /* also scan every mount namespace for stale views
+                                 (but users' own: their records are for those) */
     char *const *ids;         /* only these recorded containers (n_ids > 0) */
     int n_ids;
     int wait_ms;              /* wait up to this long for LXCFS to answer */
+    bool no_users;            /* leave users' records alone (lxcfs.service start-up) */
 };
 
 struct rv_repair_stats {
@@ -29,6 +36,8 @@ struct rv_repair_stats {
     unsigned self_served;     /* containers where the LXCFS serving the views runs:
                                  never attached there (lxcfs.h) */
     unsigned namespaces;      /* mount namespaces read in the --all scan */
+    unsigned later;           /* users' records left for a later run (their owner's
+                                 time, back-off, or the users' pass is over) */
 };
 
 /* Repair; per-container lines and failures go to out. -1 (err) only when

@@ -11,7 +11,10 @@
  *                      enroot-<random>; no user can list, read back, replace
  *                      or remove another's. Its content is the tenant's
  *                      word: `resview repair` checks it against the kernel
- *                      (repair.c) before acting on it.
+ *                      (repair.c) before acting on it, and bounds what each
+ *                      user keeps there (RV_USER_*).
+ *   owners/<uid>       root only: what repair remembers of a user whose
+ *                      records it acts on (lxcfs/owners.h).
  *
  * state_dir itself is 0711 so that users reach users/. */
 #ifndef RESVIEW_STATE_H
@@ -21,7 +24,13 @@
 #include "resview/config.h"
 #include "resview/json.h"
 
-#define RV_USER_RECORD_MAX (64u << 10)
+/* What a user may keep in users/ (repair removes what is beyond: the
+ * directory is in /run, and every user may write it): records of at most
+ * RV_USER_RECORD_MAX bytes (the hook writes ~1 KiB), at most
+ * RV_USER_RECORDS_MAX files and RV_USER_BYTES_MAX bytes per user. */
+#define RV_USER_RECORD_MAX (4u << 10)
+#define RV_USER_RECORDS_MAX 64
+#define RV_USER_BYTES_MAX (128u << 10)
 
 int rv_state_write(const struct rv_config *cfg, const char *id, const char *file,
                    const json_t *doc, struct rv_error *err);
@@ -72,11 +81,15 @@ int rv_state_users_prepare(const struct rv_config *cfg, struct rv_error *err);
 int rv_state_user_write(const struct rv_config *cfg, const json_t *doc, char *name,
                         size_t size, struct rv_error *err);
 /* Each file of users/ that is a regular file of a user other than root and at
- * most RV_USER_RECORD_MAX bytes: fn(name, owner uid, parsed JSON or NULL if
- * it is not JSON). Anything else is removed. Read without following symlinks
- * or blocking on FIFOs. fn returns 1 to have the file removed. */
+ * most RV_USER_RECORD_MAX bytes, within its owner's RV_USER_RECORDS_MAX files
+ * and RV_USER_BYTES_MAX bytes (in the order read): fn(name, owner uid, its
+ * stat, parsed JSON or NULL if it is not JSON). Anything else is removed
+ * unread, and so are a writer's temporary files (".NAME", counted too) a
+ * minute old. Read without following symlinks or blocking on FIFOs. fn
+ * returns 1 to have the file removed. */
 int rv_state_users_foreach(const struct rv_config *cfg,
-                           int (*fn)(const char *name, uid_t uid, json_t *doc, void *arg),
+                           int (*fn)(const char *name, uid_t uid, const struct stat *st,
+                                     json_t *doc, void *arg),
                            void *arg, struct rv_error *err);
 
 #endif

@@ -9,13 +9,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: resview repair [--all] [--wait SECONDS] [ID...]\n"
+    fprintf(f, "usage: resview repair [--all] [--wait SECONDS] [--no-users] [ID...]\n"
                "  Put live LXCFS views back into running containers (after LXCFS died,\n"
                "  restarted or started late). Without IDs: every container resview\n"
-               "  recorded, those of users' enroot jobs too; --all: also every other\n"
-               "  mount namespace on the host with stale LXCFS views. Records of\n"
-               "  containers that are gone are dropped.\n"
-               "  --wait: give LXCFS that long to answer first (lxcfs.service ExecStartPost).\n");
+               "  recorded, then those of users (rootless podman, enroot run by a user:\n"
+               "  users/, outside the lock root's containers take); --all: also every\n"
+               "  other mount namespace on the host with stale LXCFS views (but users'\n"
+               "  own). Records of containers that are gone are dropped.\n"
+               "  --wait: give LXCFS that long to answer first (lxcfs.service ExecStartPost).\n"
+               "  --no-users: leave users' records alone (lxcfs.service ExecStartPost:\n"
+               "  nothing a user wrote can make LXCFS's start wait).\n");
 }
 
 int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
@@ -28,6 +31,8 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--all") == 0 || strcmp(argv[i], "-a") == 0) {
             o.all = true;
+        } else if (strcmp(argv[i], "--no-users") == 0) {
+            o.no_users = true;
         } else if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc) {
             uint64_t secs;
             if (rv_parse_u64(argv[++i], &secs) < 0 || secs > 3600) {
@@ -39,7 +44,7 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
             usage(stdout);
             return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "resview repair: unknown option `%s`\n", argv[i]);
+            rv_print_line(stderr, "resview repair: unknown option `%s`", argv[i]);
             usage(stderr);
             return 2;
         } else {
@@ -67,6 +72,8 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
         printf(", refused %u records of users", st.refused);
     if (st.self_served)
         printf(", %u not attached: LXCFS runs there", st.self_served);
+    if (st.later)
+        printf(", %u records of users left for a later run", st.later);
     printf("%s", o.all ? ", " : ")\n");
     if (o.all)
         printf("%u mount namespaces read)\n", st.namespaces);

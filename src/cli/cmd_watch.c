@@ -76,7 +76,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
                    "  (default 60, 0: never) while LXCFS is up.\n");
             return 0;
         } else {
-            fprintf(stderr, "resview watch: unknown argument `%s`\n", argv[i]);
+            rv_print_line(stderr, "resview watch: unknown argument `%s`", argv[i]);
             return 2;
         }
     }
@@ -91,7 +91,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
     }
     if (rv_viewhold_serve(cfg, &vh, &verr) < 0)
         rv_log(RV_WARN, "watch: %s; hooks look the LXCFS files up themselves", verr.msg);
-    printf("watching `%s` for LXCFS\n", cfg->lxcfs_root);
+    rv_print_line(stdout, "watching `%s` for LXCFS", cfg->lxcfs_root);
     fflush(stdout);
     next_sweep = rv_now_ms() + (long)interval * 1000;
     while (!stop) {
@@ -110,12 +110,12 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             struct rv_repair_stats st;
             stamp(ts, sizeof(ts));
             if (rv_repair(cfg, &o, &st, stdout, &err) < 0) {
-                printf("%s repair: %s\n", ts, err.msg);
+                rv_print_line(stdout, "%s repair: %s", ts, err.msg);
                 rv_log(RV_WARN, "watch: repair: %s", err.msg);
                 waiting = true;   /* try again shortly */
             } else {
-                printf("%s LXCFS answers on `%s` (device %u:%u): scanned %u, repaired %u, "
-                       "failed %u, dropped %u\n", ts, cfg->lxcfs_root, major(lx.dev),
+                rv_print_line(stdout, "%s LXCFS answers on `%s` (device %u:%u): scanned %u, "
+                       "repaired %u, failed %u, dropped %u", ts, cfg->lxcfs_root, major(lx.dev),
                        minor(lx.dev), st.scanned, st.repaired, st.failed, st.dropped);
                 rv_log(RV_INFO, "watch: LXCFS back on `%s`: repaired %u, failed %u",
                        cfg->lxcfs_root, st.repaired, st.failed);

@@ -197,6 +197,18 @@ size_t rv_escape(char *dst, size_t size, const char *src)
     return n;
 }
 
+void rv_print_line(FILE *f, const char *fmt, ...)
+{
+    char raw[RV_ERRMSG_MAX * 2], line[RV_ERRMSG_MAX * 8];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    va_end(ap);
+    rv_escape(line, sizeof(line), raw);
+    fprintf(f, "%s\n", line);
+}
+
 void rv_log(enum rv_level level, const char *fmt, ...)
 {
     char raw[RV_ERRMSG_MAX], msg[RV_LOG_LINE_MAX], line[RV_LOG_LINE_MAX + 256], tbuf[40];

@@ -155,3 +155,108 @@ bool rv_host_root(void)
 {
     return rv_host_uid() == 0;
 }
+
+int rv_mountinfo_line(const char *line, size_t len, struct rv_mount_info *out)
+{
+    char num[32];
+    const char *end = line + len, *p = line, *sep = NULL, *t;
+    unsigned long long id;
+    unsigned maj, min;
+    size_t n;
+    int used;
+
+    /* "ID PARENT MAJ:MIN ROOT TARGET OPTS [OPTIONAL...] - TYPE SOURCE SUPER" */
+    for (size_t i = 0; i + 3 <= len; i++)
+        if (line[i] == ' ' && line[i + 1] == '-' && line[i + 2] == ' ') {
+            sep = line + i;
+            break;
+        }
+    if (!sep)
+        return -1;
+    n = 0;
+    while (p < sep && n < sizeof(num) - 1 && *p != '\n')
+        num[n++] = *p++;
+    num[n] = '\0';
+    if (sscanf(num, "%llu %*u %u:%u%n", &id, &maj, &min, &used) != 3 || num[used] != ' ')
+        return -1;
+    t = sep + 3;
+    for (n = 0; t + n < end && t[n] != ' ' && t[n] != '\n'; n++)
+        ;
+    if (n == 0)
+        return -1;
+    out->id = id;
+    out->maj = maj;
+    out->min = min;
+    if (n >= sizeof(out->type))
+        n = 0;            /* no allow-list has so long a name */
+    memcpy(out->type, t, n);
+    out->type[n] = '\0';
+    return 0;
+}
+
+int rv_mountinfo_lookup(int fd, unsigned long long id, struct rv_mount_info *out, char *buf,
+                      size_t size)
+{
+    size_t have = 0;
+    bool skipping = false;   /* inside a line longer than buf */
+
+    for (;;) {
+        ssize_t r = read(fd, buf + have, size - have);
+        char *line = buf, *nl;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            errno = EIO;
+            return -1;
+        }
+        have += (size_t)r;
+        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+            if (!skipping && rv_mountinfo_line(line, (size_t)(nl - line), out) == 0 &&
+                out->id == id)
+                return 0;
+            skipping = false;
+            line = nl + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        if (r == 0) {
+            if (have && !skipping && rv_mountinfo_line(buf, have, out) == 0 && out->id == id)
+                return 0;
+            errno = ENOENT;
+            return -1;
+        }
+        if (have == size) {       /* a line longer than buf: not the one (ids come first) */
+            unsigned long long first;
+            if (!skipping && sscanf(buf, "%llu ", &first) == 1 && first == id) {
+                errno = EIO;
+                return -1;
+            }
+            skipping = true;
+            have = 0;
+        }
+    }
+}
+
+int rv_fd_mnt_id(int fdinfo_dir, int fd, unsigned long long *id)
+{
+    char name[16], buf[512];
+    const char *at;
+    ssize_t r;
+    int f;
+
+    snprintf(name, sizeof(name), "%d", fd);
+    f = openat(fdinfo_dir, name, O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return -1;
+    r = read(f, buf, sizeof(buf) - 1);
+    close(f);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    at = strstr(buf, "\nmnt_id:");
+    if (!at || sscanf(at + 8, "%llu", id) != 1) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}

@@ -10,9 +10,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <time.h>
 
 #define RECORD_MAX (1u << 20)
-#define USER_RECORDS_PER_UID 256
+#define USER_TEMP_MAX_S 60     /* a writer's temporary file lives for milliseconds */
 
 static int record_dir(const struct rv_config *cfg, const char *id, char *out, size_t size,
                       struct rv_error *err)
@@ -439,29 +440,60 @@ int rv_state_user_write(const struct rv_config *cfg, const json_t *doc, char *na
     return 0;
 }
 
+/* Remove a directory a user made in users/, with what it holds (as deep as
+ * REMOVE_DEPTH: deeper, it stays until the next run), following no symlink. */
+#define REMOVE_DEPTH 8
+static void remove_tree_at(int dfd, const char *name, int depth)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    struct dirent *de;
+
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+            unlinkat(dirfd(d), de->d_name, 0) < 0 && errno == EISDIR && depth < REMOVE_DEPTH)
+            remove_tree_at(dirfd(d), de->d_name, depth + 1);
+    closedir(d);
+    unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
 struct uid_count {
     uid_t uid;
     unsigned n;
+    unsigned long long bytes;
 };
 
-/* Count one more record of uid; false past the per-user limit. */
-static bool within_limit(struct uid_count **tab, size_t *n, uid_t uid)
+/* Count one more file of uid of size bytes; false past the per-user limits. */
+static bool within_limit(struct uid_count **tab, size_t *n, uid_t uid, off_t size)
 {
-    struct uid_count *p;
+    struct uid_count *p = NULL;
 
-    for (size_t i = 0; i < *n; i++)
+    for (size_t i = 0; i < *n && !p; i++)
         if ((*tab)[i].uid == uid)
-            return ++(*tab)[i].n <= USER_RECORDS_PER_UID;
-    p = realloc(*tab, (*n + 1) * sizeof(**tab));
-    if (!p)
+            p = &(*tab)[i];
+    if (!p) {
+        p = realloc(*tab, (*n + 1) * sizeof(**tab));
+        if (!p)
+            return false;
+        *tab = p;
+        p = &p[(*n)++];
+        *p = (struct uid_count){ uid, 0, 0 };
+    }
+    if (p->n + 1 > RV_USER_RECORDS_MAX || p->bytes + (unsigned long long)size > RV_USER_BYTES_MAX)
         return false;
-    *tab = p;
-    p[(*n)++] = (struct uid_count){ uid, 1 };
+    p->n++;
+    p->bytes += (unsigned long long)size;
     return true;
 }
 
 int rv_state_users_foreach(const struct rv_config *cfg,
-                           int (*fn)(const char *name, uid_t uid, json_t *doc, void *arg),
+                           int (*fn)(const char *name, uid_t uid, const struct stat *st,
+                                     json_t *doc, void *arg),
                            void *arg, struct rv_error *err)
 {
     char dir[PATH_MAX];
@@ -469,6 +501,7 @@ int rv_state_users_foreach(const struct rv_config *cfg,
     size_t n_counts = 0;
     struct stat st;
     struct dirent *de;
+    time_t now = time(NULL);
     DIR *d;
     int dfd;
 
@@ -489,29 +522,34 @@ int rv_state_users_foreach(const struct rv_config *cfg,
         bool drop = true;
         ssize_t got;
 
-        /* dot names: a writer's file before its rename */
-        if (de->d_name[0] == '.')
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid != 0 &&
-            st.st_size <= (off_t)RV_USER_RECORD_MAX) {
-            if (!within_limit(&counts, &n_counts, st.st_uid))
-                continue;     /* past the per-user limit: not looked at this time */
-            text = malloc((size_t)st.st_size + 1);
-            got = text ? read(fd, text, (size_t)st.st_size) : -1;
-            if (got >= 0) {
+            st.st_size <= (off_t)RV_USER_RECORD_MAX &&
+            within_limit(&counts, &n_counts, st.st_uid, st.st_size)) {
+            /* dot names: a writer's file before its rename (rv_write_atomic_at);
+             * counted, and removed once it cannot be one any more */
+            if (de->d_name[0] == '.') {
+                if (now - st.st_ctime < USER_TEMP_MAX_S)
+                    continue;
+            } else {
+                text = malloc((size_t)st.st_size + 1);
+                got = text ? read(fd, text, (size_t)st.st_size) : -1;
+                if (got < 0)
+                    continue;     /* not read this time */
                 struct rv_error perr;
                 text[got] = '\0';
                 if (rv_json_parse(text, (size_t)got, de->d_name, &doc, &perr) < 0)
                     doc = NULL;
-                drop = fn(de->d_name, st.st_uid, doc, arg) == 1;
+                drop = fn(de->d_name, st.st_uid, &st, doc, arg) == 1;
                 json_decref(doc);
             }
         }
-        /* symlinks, FIFOs, directories, root's or oversized files: not
-         * records; and records fn is done with */
+        /* symlinks, FIFOs, directories, root's or oversized files, files past
+         * their owner's share: not records; and records fn is done with */
         if (drop && unlinkat(dfd, de->d_name, 0) < 0 && errno == EISDIR)
-            unlinkat(dfd, de->d_name, AT_REMOVEDIR);
+            remove_tree_at(dfd, de->d_name, 0);
     }
     closedir(d);
     return 0;

@@ -72,6 +72,23 @@ int rv_hook_rootfs_path(const char *p, const char *bundle, char *out, size_t siz
     return 0;
 }
 
+/* A user's record is at most RV_USER_RECORD_MAX bytes (repair removes larger
+ * ones unread): what repair does not read goes first when it is too long (a
+ * long rootfs path, many reasons). */
+static int user_write(const struct rv_config *cfg, json_t *rec, char *name, size_t size,
+                      struct rv_error *err)
+{
+    static const char *const optional[] = { "skipped", "why", "rootfs", "lxcfs_root" };
+
+    for (size_t i = 0;; i++) {
+        if (rv_state_user_write(cfg, rec, name, size, err) == 0)
+            return 0;
+        if (err->errnum != EFBIG || i == sizeof(optional) / sizeof(optional[0]))
+            return -1;
+        json_object_del(rec, optional[i]);
+    }
+}
+
 json_t *rv_views_record(const struct rv_inject *req, const char *status, const char *why)
 {
     json_t *rec, *wanted, *mounted, *skipped;
@@ -199,7 +216,7 @@ static void record(const struct rv_config *cfg, const char *id, const struct rv_
     if (rv_host_root() || !req->want_mntns) {
         if (rv_state_write(cfg, id, RV_VIEWS_FILE, rec, &err) < 0)
             rv_log(RV_WARN, "record the views: %s", err.msg);
-    } else if (rv_state_user_write(cfg, rec, name, sizeof(name), &err) < 0) {
+    } else if (user_write(cfg, rec, name, sizeof(name), &err) < 0) {
         rv_log(RV_WARN, "record the views for `resview repair` (not root on the host): %s", err.msg);
     } else {
         rv_log(RV_DEBUG, "views recorded as %s/users/%s", cfg->host_state_dir, name);

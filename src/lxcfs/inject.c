@@ -113,6 +113,204 @@ static int openat2_path(int dirfd, const char *path, unsigned long flags)
     return walk_path(dirfd, path, flags);
 }
 
+bool rv_inject_walkable(const char *type)
+{
+    static const char *const local[] = {
+        "ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "squashfs",
+        "tmpfs", "ramfs", "devtmpfs", "proc", "sysfs",
+    };
+
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+        if (strcmp(type, local[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool is_fuse(const char *type)
+{
+    return strcmp(type, "fuse") == 0 || strcmp(type, "fuseblk") == 0 ||
+           strncmp(type, "fuse.", 5) == 0;
+}
+
+#define PINS_MAX 8
+
+/* For check_mounts: what mounts descriptors are on, from fdinfo and the
+ * process's mountinfo (no allocation: this runs in the bounded child). A
+ * mount id is only reused once its mount is freed: each one looked up stays
+ * pinned by a descriptor, so that a later descriptor with the same id is on
+ * the same mount. */
+struct walk_ctx {
+    int self;                          /* our /proc/self: our mountinfo, read once we are
+                                          in the container's namespace (at its root: a
+                                          chrooted process's own would not list the
+                                          mount its root is on) */
+    int fdinfo;                        /* our /proc/self/fdinfo */
+    int ownns;                         /* our mount namespace, to come back for the clones */
+    struct { int pin; struct rv_mount_info mi; } known[PINS_MAX];
+    unsigned n;
+    char scratch[16384];
+};
+
+static void walk_ctx_init(struct walk_ctx *w)
+{
+    w->self = w->fdinfo = w->ownns = -1;
+    w->n = 0;
+}
+
+static int walk_ctx_open(struct walk_ctx *w)
+{
+    w->self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    w->fdinfo = open("/proc/self/fdinfo", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    w->ownns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    return w->self < 0 || w->fdinfo < 0 || w->ownns < 0 ? -1 : 0;
+}
+
+static void walk_ctx_close(struct walk_ctx *w)
+{
+    for (unsigned i = 0; i < w->n; i++)
+        close(w->known[i].pin);
+    w->n = 0;
+    if (w->self >= 0)
+        close(w->self);
+    if (w->fdinfo >= 0)
+        close(w->fdinfo);
+    if (w->ownns >= 0)
+        close(w->ownns);
+    w->self = w->fdinfo = w->ownns = -1;
+}
+
+/* The mount fd is on: 0, or -1 (errno; ENOENT: not in the process's mount table). */
+static int mount_of(struct walk_ctx *w, int fd, struct rv_mount_info *mi)
+{
+    unsigned long long id;
+    int f, r;
+
+    if (rv_fd_mnt_id(w->fdinfo, fd, &id) < 0)
+        return -1;
+    for (unsigned i = 0; i < w->n; i++)
+        if (w->known[i].mi.id == id) {
+            *mi = w->known[i].mi;
+            return 0;
+        }
+    /* read after fd pins the mount: the line found is that mount's */
+    f = openat(w->self, "mountinfo", O_RDONLY | O_CLOEXEC);
+    if (f < 0)
+        return -1;
+    r = rv_mountinfo_lookup(f, id, mi, w->scratch, sizeof(w->scratch));
+    close(f);
+    if (r < 0)
+        return -1;
+    if (w->n < PINS_MAX) {
+        int pin = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (pin >= 0)
+            w->known[w->n++] = (typeof(w->known[0])){ pin, *mi };
+    }
+    return 0;
+}
+
+/* A refusal of the whole request: the path is on a mount root does not look into. */
+static int refuse_mount(struct rv_inject *req, const char *where, size_t len,
+                        const struct rv_mount_info *mi)
+{
+    req->refused = true;
+    if (mi)
+        snprintf(req->error, sizeof(req->error), "`/%.*s` is on %s%s: root looks nothing up "
+                 "through a file system a user may control", (int)len, where,
+                 mi->type[0] ? mi->type : "a file system of an unknown type",
+                 is_fuse(mi->type) || strcmp(mi->type, "overlay") == 0 ? "" : " (not a local one)");
+    else
+        snprintf(req->error, sizeof(req->error), "`/%.*s`: its mount is not in the mount table "
+                 "of the namespace of process %d (%s)", (int)len, where, (int)req->pid,
+                 strerror(errno));
+    errno = EPERM;
+    return -1;
+}
+
+/* The process's root, checked: on a walkable mount (before anything asks it). */
+static int check_root_mount(struct rv_inject *req, struct walk_ctx *w, int rootfd)
+{
+    struct rv_mount_info mi;
+
+    if (mount_of(w, rootfd, &mi) < 0)
+        return refuse_mount(req, "", 0, NULL);
+    if (!rv_inject_walkable(mi.type))
+        return refuse_mount(req, "", 0, &mi);
+    return 0;
+}
+
+/* walk_path for check_mounts: a name is looked up only in a directory on a
+ * mount that is walkable; the last component is opened as itself (O_PATH,
+ * no lookup inside whatever is mounted on it) and *mi is its mount, *dir_mi
+ * the mount of the directory it is in, *own whether *mi is a mount of its
+ * own (a mount root: a view, or a mount over the target). The root was
+ * checked (check_root_mount). */
+static int walk_checked(struct rv_inject *req, struct walk_ctx *w, int rootfd, const char *path,
+                        struct rv_mount_info *mi, struct rv_mount_info *dir_mi, bool *own)
+{
+    char buf[PATH_MAX], *save = NULL, *comp, *next;
+    cleanup_close int cur = -1;
+    struct rv_mount_info at;
+
+    if (rv_snprintf(buf, sizeof(buf), "%s", path) < 0)
+        return -1;
+    if (mount_of(w, rootfd, &at) < 0)
+        return refuse_mount(req, "", 0, NULL);
+    cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+    if (cur < 0)
+        return -1;
+    comp = strtok_r(buf, "/", &save);
+    while (comp) {
+        struct rv_mount_info here;
+        struct stat st;
+        int fd;
+        next = strtok_r(NULL, "/", &save);
+        if (strcmp(comp, ".") == 0) {
+            comp = next;
+            continue;
+        }
+        if (strcmp(comp, "..") == 0) {
+            errno = EXDEV;
+            return -1;
+        }
+        /* cur is on a walkable mount: this lookup asks only that file system */
+        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -1;
+        if (mount_of(w, fd, &here) < 0) {
+            close(fd);
+            return refuse_mount(req, path, (size_t)(comp - buf) + strlen(comp), NULL);
+        }
+        if (!next) {
+            *mi = here;
+            *dir_mi = at;
+            *own = here.id != at.id;
+            close(cur);
+            return fd;
+        }
+        if (!rv_inject_walkable(here.type)) {
+            close(fd);
+            return refuse_mount(req, path, (size_t)(comp - buf) + strlen(comp), &here);
+        }
+        if (fstat(fd, &st) < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            close(fd);
+            errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+            return -1;
+        }
+        close(cur);
+        cur = fd;
+        at = here;
+        comp = next;
+    }
+    errno = ENOENT;     /* an empty path: not a target */
+    return -1;
+}
+
 static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
     RV_PRINTF(3, 4);
 static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
@@ -155,8 +353,14 @@ static int open_root(struct rv_inject *req, int piddir)
     }
     req->root_how = "process root";
     if (!req->rootfs[0]) {
-        if (req->root_ino && (fstat(proot, &have) < 0 || have.st_dev != req->root_dev ||
-                              have.st_ino != req->root_ino)) {
+        /* AT_STATX_DONT_SYNC: the root may be a user's FUSE or overlay (its
+         * type is checked once in the namespace, check_root_mount): no
+         * request for its attributes */
+        struct statx sx;
+        if (req->root_ino &&
+            (rv_statx(proot, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0 ||
+             makedev(sx.stx_dev_major, sx.stx_dev_minor) != req->root_dev ||
+             sx.stx_ino != req->root_ino)) {
             req->refused = true;
             snprintf(req->error, sizeof(req->error), "the root of process %d is not the "
                      "recorded one", (int)req->pid);
@@ -289,6 +493,67 @@ static void resolve_failed(struct rv_view *v)
         view_set(v, RV_VIEW_FAILED, "resolve target: %s", strerror(errno));
 }
 
+/* classify() for check_mounts, from what the mount table says. A view's
+ * target is a file of the container's procfs (proc/...) or sysfs (sys/...),
+ * nothing else: a user's own tmpfs there could hold the target's inode lock
+ * for ever (a write faulting on the user's FUSE), and move_mount waits for
+ * it. A FUSE mount on the target is a view (live: its device is the live
+ * LXCFS's); any other mount on it, or a stale view, is taken off without a
+ * request to it; only procfs or sysfs is asked (statx) what the target is. */
+static int classify_checked(struct rv_inject *req, int fd, const struct rv_mount_info *mi,
+                            const struct rv_mount_info *dir_mi, bool own, struct rv_view *v)
+{
+    const char *want = strncmp(v->dst, "proc/", 5) == 0 ? "proc"
+                       : strncmp(v->dst, "sys/", 4) == 0 ? "sysfs" : NULL;
+
+    if (!want || strcmp(dir_mi->type, want) != 0) {
+        req->refused = true;
+        snprintf(req->error, sizeof(req->error), "`/%s` is on %s, not %s: no view goes there",
+                 v->dst, dir_mi->type[0] ? dir_mi->type : "an unknown file system",
+                 want ? want : "proc or sysfs");
+        view_set(v, RV_VIEW_FAILED, "refused");
+        return -1;
+    }
+    if (own) {
+        dev_t dev = makedev(mi->maj, mi->min);
+        if (is_fuse(mi->type) && dev == req->live_dev)
+            return 1;
+        if (is_fuse(mi->type) && keep_dev(req, dev))
+            return 0;
+        return 2;
+    }
+    return classify(req, fd, v);
+}
+
+/* Resolve v's target and classify what is there: a descriptor and *what,
+ * or -1 with v's state set (and req->refused for a check_mounts refusal). */
+static int target_open(struct rv_inject *req, struct walk_ctx *w, int rootfd, struct rv_view *v,
+                       int *what)
+{
+    struct rv_mount_info mi, dir_mi;
+    bool own = false;
+    int fd;
+
+    if (req->check_mounts)
+        fd = walk_checked(req, w, rootfd, v->dst, &mi, &dir_mi, &own);
+    else
+        fd = openat2_path(rootfd, v->dst, 0);
+    if (fd < 0) {
+        if (req->refused)
+            view_set(v, RV_VIEW_FAILED, "refused");
+        else
+            resolve_failed(v);
+        return -1;
+    }
+    *what = req->check_mounts ? classify_checked(req, fd, &mi, &dir_mi, own, v)
+                              : classify(req, fd, v);
+    if (*what < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Directories of the LXCFS tree, each looked up once (every FUSE lookup is a
  * round trip to the daemon: LXCFS lets the kernel cache no entries). */
 struct src_dirs {
@@ -341,19 +606,14 @@ static int open_src_tree(int lxroot, const char *src, struct src_dirs *d,
     return rv_open_tree(dfd, slash ? slash + 1 : src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 }
 
-static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int procfd,
-                       int tree)
+static void inject_one(struct rv_inject *req, struct walk_ctx *w, struct rv_view *v, int rootfd,
+                       int procfd, int tree)
 {
     for (unsigned round = 0; round <= STALE_ROUNDS; round++) {
-        cleanup_close int fd = openat2_path(rootfd, v->dst, 0);
-        int what;
+        int what = 0;
+        cleanup_close int fd = target_open(req, w, rootfd, v, &what);
 
-        if (fd < 0) {
-            resolve_failed(v);
-            return;
-        }
-        what = classify(req, fd, v);
-        if (what < 0)
+        if (fd < 0)
             return;
         if (what == 1) {
             view_set(v, RV_VIEW_PRESENT, NULL);
@@ -389,7 +649,10 @@ static void inject_one(struct rv_inject *req, struct rv_view *v, int rootfd, int
                 view_set(v, RV_VIEW_FAILED, "bind `%s`: %s", src, strerror(errno));
                 return;
             }
-            nfd = openat2_path(rootfd, v->dst, 0);
+            {
+                int again = 0;
+                nfd = target_open(req, w, rootfd, v, &again);
+            }
             snprintf(name, sizeof(name), "%d", nfd);
             if (nfd < 0 || fchdir(procfd) < 0 ||
                 mount("none", name, "none",
@@ -425,6 +688,7 @@ int rv_inject_run(struct rv_inject *req)
     bool legacy = req->legacy_bind, work = false;
     struct src_dirs dirs = { .n = 0 };
     struct rv_viewhold held;
+    struct walk_ctx w;
     int r = 0;
 
     req->gone = req->refused = false;
@@ -432,6 +696,7 @@ int rv_inject_run(struct rv_inject *req)
     req->n_mounted = req->n_present = req->n_skipped = req->n_failed = req->n_detached = 0;
     req->n_held = 0;
     rv_viewhold_init(&held);
+    walk_ctx_init(&w);
     for (unsigned i = 0; i < req->n; i++)
         trees[i] = -1;
     /* Pin the process: everything below goes through this /proc/PID directory. */
@@ -456,24 +721,47 @@ int rv_inject_run(struct rv_inject *req)
     }
     if (check_namespace(req, nsfd) < 0)
         return -1;
-    rootfd = open_root(req, piddir);
-    if (rootfd < 0)
+    if (req->check_mounts && walk_ctx_open(&w) < 0) {
+        snprintf(req->error, sizeof(req->error), "open /proc/self: %s", strerror(errno));
+        walk_ctx_close(&w);
         return -1;
+    }
+    rootfd = open_root(req, piddir);
+    if (rootfd < 0) {
+        walk_ctx_close(&w);
+        return -1;
+    }
+    /* A user's: the targets are looked at from inside the namespace (its
+     * mount table as seen from its root), its root's type first; then back
+     * to our namespace for the clones. */
+    if (req->check_mounts) {
+        if (setns(nsfd, CLONE_NEWNS) < 0) {
+            snprintf(req->error, sizeof(req->error), "enter the mount namespace of %d: %s",
+                     (int)req->pid, strerror(errno));
+            r = -1;
+            goto count;
+        }
+        if (check_root_mount(req, &w, rootfd) < 0) {
+            r = -1;
+            goto count;
+        }
+    }
     /* Look at every target from here first: a live view already there needs
      * nothing, and a clone made for nothing costs an RCU grace period when
      * its fd is closed. */
     for (unsigned i = 0; i < req->n; i++) {
         struct rv_view *v = &req->views[i];
         cleanup_close int fd = -1;
-        int what;
+        int what = 0;
         if (v->state != RV_VIEW_TODO)
             continue;
-        fd = openat2_path(rootfd, v->dst, 0);
-        if (fd < 0) {
-            resolve_failed(v);
-            continue;
+        fd = target_open(req, &w, rootfd, v, &what);
+        if (req->refused) {
+            r = -1;
+            goto count;
         }
-        what = classify(req, fd, v);
+        if (fd < 0)
+            continue;
         if (what == 1)
             view_set(v, RV_VIEW_PRESENT, NULL);
         else if (what >= 0)
@@ -481,6 +769,11 @@ int rv_inject_run(struct rv_inject *req)
     }
     if (!work)
         goto count;
+    if (req->check_mounts && setns(w.ownns, CLONE_NEWNS) < 0) {
+        snprintf(req->error, sizeof(req->error), "back to our mount namespace: %s", strerror(errno));
+        r = -1;
+        goto count;
+    }
     /* Clones of the LXCFS files, made here, where they are visible. */
     if (req->holder[0] && !legacy)
         rv_viewhold_get(req->holder, req->live_dev, &held);
@@ -514,9 +807,12 @@ int rv_inject_run(struct rv_inject *req)
     for (unsigned i = 0; i < req->n && r == 0; i++) {
         struct rv_view *v = &req->views[i];
         if (v->state == RV_VIEW_TODO && (legacy || trees[i] >= 0))
-            inject_one(req, v, rootfd, procfd, legacy ? -1 : trees[i]);
+            inject_one(req, &w, v, rootfd, procfd, legacy ? -1 : trees[i]);
+        if (req->refused)
+            r = -1;
     }
 count:
+    walk_ctx_close(&w);
     rv_viewhold_close(&held);
     for (unsigned i = 0; i < dirs.n; i++)
         if (dirs.fd[i] >= 0)

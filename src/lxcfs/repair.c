@@ -8,6 +8,7 @@
 #include "resview/log.h"
 #include "resview/proc.h"
 #include "resview/state.h"
+#include "owners.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +68,8 @@ struct repair_ctx {
     struct ns_pid { ino_t ns; pid_t pid; } *ns_map;   /* see ns_map_build() */
     size_t ns_map_n, ns_map_cap;
     bool ns_map_built;
+    struct rv_owners owners;  /* users' records: root's memory of their owners */
+    long users_deadline;      /* rv_now_ms(): the users' pass ends then */
 };
 
 static bool offered(const struct rv_lxcfs *lx, const char *rel)
@@ -87,12 +90,12 @@ static void report(struct repair_ctx *c, const char *what, int r, const struct r
             if (q->views[i].state == RV_VIEW_FAILED)
                 first = q->views[i].why;
         c->st->failed++;
-        fprintf(c->out, "failed   %s: %s%s%s\n", what, r < 0 ? err->msg : "", r < 0 && *first ? "; " : "",
+        rv_print_line(c->out, "failed   %s: %s%s%s", what, r < 0 ? err->msg : "", r < 0 && *first ? "; " : "",
                 first);
         rv_log(RV_WARN, "repair %s: %s%s%s", what, r < 0 ? err->msg : "", r < 0 && *first ? "; " : "", first);
     } else if (q->n_mounted) {
         c->st->repaired++;
-        fprintf(c->out, "repaired %s: %u views mounted, %u stale detached\n", what, q->n_mounted,
+        rv_print_line(c->out, "repaired %s: %u views mounted, %u stale detached", what, q->n_mounted,
                 q->n_detached);
         rv_log(RV_INFO, "repair %s: %u views mounted, %u stale detached", what, q->n_mounted,
                q->n_detached);
@@ -188,7 +191,7 @@ static bool self_served(struct repair_ctx *c, const char *what)
         c->st->refused++;     /* a user's record: removed, as for every refusal */
     else
         c->st->self_served++;
-    fprintf(c->out, "refused  %s: %s\n", what, why);
+    rv_print_line(c->out, "refused  %s: %s", what, why);
     rv_log(RV_WARN, "repair %s: %s", what, why);
     return true;
 }
@@ -340,7 +343,7 @@ static void env_only(struct repair_ctx *c, const char *id)
         return;
     c->st->dropped++;
     rv_log(RV_INFO, "dropped the record of %s: no such container", id);
-    fprintf(c->out, "dropped  %s: no such container%s%s\n", id, root ? " in " : "",
+    rv_print_line(c->out, "dropped  %s: no such container%s%s", id, root ? " in " : "",
             root ? root : "");
 }
 
@@ -360,12 +363,12 @@ static int repair_record(const char *id, void *arg)
                 return 0;
         }
         c->st->failed++;
-        fprintf(c->out, "failed   %s: %s\n", id, err.msg);
+        rv_print_line(c->out, "failed   %s: %s", id, err.msg);
         return 0;
     }
     if (!req_from_record(c, rec, true)) {
         c->st->failed++;
-        fprintf(c->out, "failed   %s: malformed record\n", id);
+        rv_print_line(c->out, "failed   %s: malformed record", id);
         rv_state_ref_close(&ref);
         return 0;
     }
@@ -383,7 +386,7 @@ static int repair_record(const char *id, void *arg)
         if (removed == 1) {
             c->st->dropped++;
             rv_log(RV_INFO, "dropped the record of %s: its container is gone", id);
-            fprintf(c->out, "dropped  %s: process %d is gone\n", id, (int)c->req.pid);
+            rv_print_line(c->out, "dropped  %s: process %d is gone", id, (int)c->req.pid);
         }
         rv_state_ref_close(&ref);
         return 0;
@@ -405,37 +408,71 @@ static int repair_record(const char *id, void *arg)
 /* A record a user's hook left in users/ (enroot run by that user). Nothing in
  * it is trusted: the injector checks that the namespace is one the file's
  * owner made, and that the process's root is the recorded rootfs; the host
- * path of the rootfs is not used. Returns 1 to have the file removed. */
-static int repair_user_record(const char *name, uid_t uid, json_t *rec, void *arg)
+ * path of the rootfs is not used; nothing is looked up through a file system
+ * the user may control (inject.h, check_mounts). What it costs is charged to
+ * its owner (owners.h). Returns 1 to have the file removed. */
+static int repair_user_record(const char *name, uid_t uid, const struct stat *fst, json_t *rec,
+                              void *arg)
 {
     struct repair_ctx *c = arg;
+    struct rv_owner *own = rv_owner_get(&c->owners, uid);
     struct rv_error err;
-    char what[160];
-    int r = 0;
+    char what[320], why[256];
+    long long now = time(NULL), first;
+    long t0;
+    int r = 0, where;
 
     snprintf(what, sizeof(what), "user %u's container (record %s)", (unsigned)uid, name);
+    if (!own)
+        return 0;
+    first = rv_owner_first_seen(own, (unsigned long long)fst->st_ino, now);
+    if (rv_now_ms() >= c->users_deadline) {
+        c->st->later++;    /* the users' pass is over: the next run */
+        return 0;
+    }
+    if (rv_owner_blocked(own, now, why, sizeof(why))) {
+        c->st->later++;
+        if (!own->said) {
+            own->said = true;
+            rv_log(RV_WARN, "repair: user %u's records skipped: %s", (unsigned)uid, why);
+            rv_print_line(c->out, "skipped  user %u's records: %s", (unsigned)uid, why);
+        }
+        return 0;
+    }
     if (!rec || !req_from_record(c, rec, false) || !c->req.want_mntns || !c->req.root_ino) {
         c->st->refused++;
-        fprintf(c->out, "refused  %s: not a record\n", what);
+        rv_print_line(c->out, "refused  %s: not a record", what);
         return 1;
     }
     c->req.check_owner = true;
     c->req.owner = uid;
-    switch (attach(c, what, &err, &r)) {
+    c->req.check_mounts = true;
+    t0 = rv_now_ms();
+    where = attach(c, what, &err, &r);
+    rv_owner_charge(own, rv_now_ms() - t0,
+                    where == LOCATED && r < 0 && (err.errnum == ETIMEDOUT || err.errnum == EBUSY),
+                    where == LOCATED ? rv_bounded_left_behind() : 0, now);
+    switch (where) {
     case NOT_YET:
-        return 0;
+        /* by root's clock: the user sets the file's times */
+        if (now - first < RV_USER_NOT_YET_S)
+            return 0;
+        c->st->dropped++;
+        rv_print_line(c->out, "dropped  %s: its process has not reached the recorded root in "
+                      "%d s", what, RV_USER_NOT_YET_S);
+        return 1;
     case SELF:
         return 1;
     case GONE:
         c->st->dropped++;
-        fprintf(c->out, "dropped  %s: gone\n", what);
+        rv_print_line(c->out, "dropped  %s: gone", what);
         return 1;
     }
     if (c->req.refused) {
         c->st->refused++;
         rv_log(RV_WARN, "repair: refused the record %s of user %u: %s", name, (unsigned)uid,
                c->req.error);
-        fprintf(c->out, "refused  %s: %s\n", what, c->req.error);
+        rv_print_line(c->out, "refused  %s: %s", what, c->req.error);
         return 1;
     }
     return 0;
@@ -470,6 +507,18 @@ static bool is_keep(const struct repair_ctx *c, dev_t d)
         if (c->keep[i] == d)
             return true;
     return false;
+}
+
+/* Whether the mount namespace of piddir is a user's: owned by a user
+ * namespace that a user other than root made. Its views are repaired through
+ * the user's records (outside repair.lock, charged to the user), not here. */
+static bool users_namespace(int piddir)
+{
+    cleanup_close int ns = openat(piddir, "ns/mnt", O_RDONLY | O_CLOEXEC), user = -1;
+    uid_t owner;
+
+    user = ns >= 0 ? ioctl(ns, NS_GET_USERNS) : -1;
+    return user >= 0 && ioctl(user, NS_GET_OWNER_UID, &owner) == 0 && owner != 0;
 }
 
 /* One namespace, through one of its processes: stale LXCFS views -> fresh. */
@@ -545,11 +594,40 @@ static void scan_all(struct repair_ctx *c)
         piddir = openat(dirfd(d), de->d_name, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (piddir < 0)
             continue;
-        if (fstatat(piddir, "ns/mnt", &st, 0) == 0 && seen_add(&c->seen, st.st_ino))
+        if (fstatat(piddir, "ns/mnt", &st, 0) == 0 && seen_add(&c->seen, st.st_ino) &&
+            !users_namespace(piddir))
             scan_namespace(c, (pid_t)pid, piddir, st.st_ino);
         close(piddir);
     }
     closedir(d);
+}
+
+/* flock state_dir/name: wait up to ms (-1: for as long as it takes); the
+ * descriptor, or -1 (no lock: not made, or not had in time). */
+static int lock_wait(const struct rv_config *cfg, const char *name, int ms)
+{
+    char lock[PATH_MAX];
+    struct rv_error e2;
+    long deadline = rv_now_ms() + ms;
+    int fd;
+
+    if (rv_snprintf(lock, sizeof(lock), "%s/%s", cfg->state_dir, name) < 0 ||
+        rv_mkdir_p(cfg->state_dir, 0711, &e2) < 0)
+        return -1;
+    fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, ms < 0 ? LOCK_EX : LOCK_EX | LOCK_NB) < 0) {
+        struct timespec nap = { 0, 20 * 1000 * 1000 };
+        if (errno == EINTR)
+            continue;
+        if (errno != EWOULDBLOCK || rv_now_ms() >= deadline) {
+            close(fd);
+            return -1;
+        }
+        nanosleep(&nap, NULL);
+    }
+    return fd;
 }
 
 int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
@@ -585,37 +663,45 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         return rv_fail(err, 0, "LXCFS is not answering: %s", c->lx.why);
     }
     rv_lxcfs_servers_find(cfg->lxcfs_root, c->lx.dev, true, &c->servers);
-    /* one repair at a time (watch, the lxcfs.service drop-in, a person) */
+    /* root's containers: one repair at a time (watch, the lxcfs.service
+     * drop-in, a person) */
     {
-        char lock[PATH_MAX];
-        struct rv_error e2;
-        if (rv_snprintf(lock, sizeof(lock), "%s/repair.lock", cfg->state_dir) >= 0 &&
-            rv_mkdir_p(cfg->state_dir, 0711, &e2) == 0) {
-            c->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-            if (c->lockfd >= 0)
-                while (flock(c->lockfd, LOCK_EX) < 0 && errno == EINTR)
-                    ;
-        }
-    }
-    if (o->n_ids > 0) {
-        for (int i = 0; i < o->n_ids; i++) {
-            if (!rv_safe_name(o->ids[i])) {
-                st->failed++;
-                fprintf(out, "failed   %s: not a container id\n", o->ids[i]);
-                continue;
+        c->lockfd = lock_wait(cfg, "repair.lock", -1);
+        if (o->n_ids > 0) {
+            for (int i = 0; i < o->n_ids; i++) {
+                if (!rv_safe_name(o->ids[i])) {
+                    st->failed++;
+                    rv_print_line(out, "failed   %s: not a container id", o->ids[i]);
+                    continue;
+                }
+                repair_record(o->ids[i], c);
             }
-            repair_record(o->ids[i], c);
+        } else {
+            rv_state_foreach(cfg, repair_record, c);
         }
-    } else {
-        struct rv_error e2;
-        rv_state_foreach(cfg, repair_record, c);
-        if (rv_state_users_foreach(cfg, repair_user_record, c, &e2) < 0)
-            rv_log(RV_WARN, "repair: users' records: %s", e2.msg);
+        if (o->all)
+            scan_all(c);
+        if (c->lockfd >= 0)
+            close(c->lockfd);   /* releases the lock */
+        c->lockfd = -1;
     }
-    if (o->all)
-        scan_all(c);
-    if (c->lockfd >= 0)
-        close(c->lockfd);   /* releases the lock */
+    /* Users' records after it, outside repair.lock: what a user can make
+     * root wait for never delays root's containers. Under a lock of their
+     * own, waited for no longer than a users' pass may take. */
+    if (o->n_ids == 0 && !o->no_users) {
+        int fd = lock_wait(cfg, "users.lock", RV_USERS_PASS_MS + 1000);
+        struct rv_error e2;
+        if (fd < 0) {
+            rv_print_line(out, "skipped  users' records: another repair is still on them");
+        } else {
+            c->owners.cfg = cfg;
+            c->users_deadline = rv_now_ms() + RV_USERS_PASS_MS;
+            if (rv_state_users_foreach(cfg, repair_user_record, c, &e2) < 0)
+                rv_log(RV_WARN, "repair: users' records: %s", e2.msg);
+            rv_owners_save(&c->owners);
+            close(fd);
+        }
+    }
     free(c->seen.ino);
     free(c->ns_map);
     return 0;
@@ -690,7 +776,7 @@ static int check_record(const char *id, void *arg)
         char targets[256];
         if (rv_lxcfs_views_in_ns((pid_t)pid, targets, sizeof(targets)) > 0) {
             k->faults++;
-            fprintf(k->out, "fault    %s: LXCFS views (%s) are mounted where %s\n", id, targets, why);
+            rv_print_line(k->out, "fault    %s: LXCFS views (%s) are mounted where %s", id, targets, why);
         }
         return 0;
     }
@@ -706,11 +792,11 @@ static int check_record(const char *id, void *arg)
     if (rv_run_bounded_key(ns_inode((pid_t)pid) | (1ull << 62), read_child, j,
                            left < k->per_read_ms ? left : k->per_read_ms, &status, &err) < 0) {
         k->faults++;
-        fprintf(k->out, "fault    %s: /%s does not answer within %d ms (%s): every reader of it "
-                "in that container hangs\n", id, view, k->per_read_ms, err.msg);
+        rv_print_line(k->out, "fault    %s: /%s does not answer within %d ms (%s): every reader of it "
+                "in that container hangs", id, view, k->per_read_ms, err.msg);
     } else if (status != 0 && j->errnum == ENOTCONN) {
         /* answers at once: a reader sees an error, nobody hangs */
-        fprintf(k->out, "stale    %s: /%s: %s (LXCFS gone; `resview repair` once it is back)\n", id,
+        rv_print_line(k->out, "stale    %s: /%s: %s (LXCFS gone; `resview repair` once it is back)", id,
                 view, strerror(j->errnum));
     } else {
         k->answered++;
@@ -736,13 +822,13 @@ unsigned rv_views_check(const struct rv_config *cfg, int per_read_ms, int budget
         int n = rv_lxcfs_views_in_ns(srv.s[i].pid, targets, sizeof(targets));
         if (n > 0) {
             k.faults++;
-            fprintf(out, "fault    LXCFS pid %d has %d LXCFS view%s in its own mount namespace (%s): "
-                    "its reads of /proc wait for itself, and so does every reader of every view\n",
+            rv_print_line(out, "fault    LXCFS pid %d has %d LXCFS view%s in its own mount namespace (%s): "
+                    "its reads of /proc wait for itself, and so does every reader of every view",
                     (int)srv.s[i].pid, n, n == 1 ? "" : "s", targets);
         }
     }
     rv_state_foreach(cfg, check_record, &k);
-    fprintf(out, "views: %u container%s answered, %u fault%s%s\n", k.answered, k.answered == 1 ? "" : "s",
+    rv_print_line(out, "views: %u container%s answered, %u fault%s%s", k.answered, k.answered == 1 ? "" : "s",
             k.faults, k.faults == 1 ? "" : "s", k.skipped ? " (some not read: out of time)" : "");
     return k.faults;
 }

@@ -31,6 +31,12 @@
  * (a file system that answers late). --content STR: what every file reads
  * (default "0\n").
  *
+ * --dev PATH: open PATH, a node of /dev/fuse's device, instead of /dev/fuse
+ * (a user's daemon where /dev/fuse is root's alone, 0600, unlike Debian's
+ * 0666 default: run as the user in its own user and mount namespace,
+ * `unshare -Urm`, it mounts there as any user can). --verbose: print "hung OPCODE" for each request it
+ * leaves unanswered (to show that nobody asked).
+ *
  * fuse-hang --grab PID FD: take descriptor FD of process PID (pidfd_getfd),
  * print "grabbed", and hold it until killed: a FUSE connection whose
  * descriptor lives on outside its container, so that the kernel does not
@@ -70,6 +76,7 @@ static unsigned n_names;
 static unsigned long hung;
 static int spawn_mounts;
 static const char *mountpoint;
+static bool verbose;
 
 static void spawn(void)
 {
@@ -157,6 +164,10 @@ static void serve(const char *buf, size_t len)
     }
     if (in->opcode != FUSE_INIT && (hang_op == 0 || (int)in->opcode == hang_op)) {
         hung++;
+        if (verbose) {
+            printf("hung %u\n", in->opcode);
+            fflush(stdout);
+        }
         if (release_on_usr1 && n_held < HELD_MAX && len <= sizeof(held[0])) {
             memcpy(held[n_held], buf, len);
             held_len[n_held++] = len;
@@ -245,6 +256,7 @@ int main(int argc, char **argv)
     static char buf[BUF_SIZE];
     char opts[256];
     const char *mnt = NULL, *enter = NULL;
+    const char *dev = "/dev/fuse";
 
     if (argc == 4 && strcmp(argv[1], "--grab") == 0) {
         int pidfd = (int)syscall(SYS_pidfd_open, atoi(argv[2]), 0);
@@ -268,13 +280,17 @@ int main(int argc, char **argv)
             hang_op = op_of(argv[++i]);
         else if (strcmp(argv[i], "--enter") == 0 && i + 1 < argc)
             enter = argv[++i];
+        else if (strcmp(argv[i], "--dev") == 0 && i + 1 < argc)
+            dev = argv[++i];
+        else if (strcmp(argv[i], "--verbose") == 0)
+            verbose = true;
         else if (strcmp(argv[i], "--mounts") == 0 && i + 1 < argc)
             spawn_mounts = atoi(argv[++i]);
         else
             mnt = argv[i];
     }
     if (!mnt) {
-        fprintf(stderr, "usage: fuse-hang [--file] [--hang OP] [--enter PID] MOUNTPOINT\n");
+        fprintf(stderr, "usage: fuse-hang [--file] [--hang OP] [--enter PID] [--dev PATH] [--verbose] MOUNTPOINT\n");
         return 2;
     }
     mountpoint = mnt;
@@ -283,7 +299,7 @@ int main(int argc, char **argv)
         struct sigaction sa = { .sa_handler = on_usr1 };   /* no SA_RESTART: read returns */
         sigaction(SIGUSR1, &sa, NULL);
     }
-    fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+    fd = open(dev, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         perror("fuse-hang: /dev/fuse");
         return 1;

@@ -1,13 +1,17 @@
 /* test_lxcfs.c - LXCFS candidates, liveness probe, process start time. */
 #define _GNU_SOURCE
+#include "resview/inject.h"
 #include "resview/lxcfs.h"
 #include "resview/proc.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int main(void)
 {
@@ -97,6 +101,54 @@ int main(void)
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         if (system(cmd) != 0)
             printf("# cleanup of %s failed\n", dir);
+    }
+    /* mountinfo as data: what a descriptor is on, without asking its file system */
+    {
+        struct rv_mount_info mi;
+        const char *l1 = "46 84 0:42 / /tmp/atk/root/proc rw,relatime - overlay overlay rw,lowerdir=/l";
+        const char *l2 = "142 84 0:41 / /a\\040b rw,nosuid shared:5 master:1 - fuse.lxcfs lxcfs rw,user_id=0";
+        char text[4096], buf[256], tmpl[] = "/tmp/rv-unit-mi.XXXXXX";
+        unsigned long long id = 0;
+        int fd, fdinfo;
+        ok(rv_mountinfo_line(l1, strlen(l1), &mi) == 0 && mi.id == 46 && mi.maj == 0 && mi.min == 42 &&
+           strcmp(mi.type, "overlay") == 0, "mountinfo: a line");
+        ok(rv_mountinfo_line(l2, strlen(l2), &mi) == 0 && mi.id == 142 && strcmp(mi.type, "fuse.lxcfs") == 0,
+           "mountinfo: optional fields before the separator");
+        ok(rv_mountinfo_line("46 84 0:42 / /x rw", 18, &mi) < 0, "mountinfo: no separator refused");
+        ok(rv_mountinfo_line("x 84 0:42 / /x rw - ext4 a b", 28, &mi) < 0, "mountinfo: no id refused");
+        /* a file with a line longer than the scratch buffer before the one wanted */
+        snprintf(text, sizeof(text), "1 0 8:1 / / rw - ext4 /dev/vda rw\n7 1 0:5 / /%0400d rw - tmpfs t rw\n%s\n%s",
+                 0, l1, l2);
+        fd = mkstemp(tmpl);
+        ok(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "mountinfo: a sample");
+        lseek(fd, 0, SEEK_SET);
+        ok(rv_mountinfo_lookup(fd, 142, &mi, buf, sizeof(buf)) == 0 && strcmp(mi.type, "fuse.lxcfs") == 0,
+           "mountinfo: the last line found (no newline), past a line longer than the buffer");
+        lseek(fd, 0, SEEK_SET);
+        ok(rv_mountinfo_lookup(fd, 7, &mi, buf, sizeof(buf)) < 0, "mountinfo: a line too long to read is not taken");
+        lseek(fd, 0, SEEK_SET);
+        ok(rv_mountinfo_lookup(fd, 99, &mi, buf, sizeof(buf)) < 0 && errno == ENOENT, "mountinfo: an id not there");
+        close(fd);
+        unlink(tmpl);
+        /* our own root: its mount id from fdinfo is in our mountinfo, a local file system */
+        fd = open("/", O_PATH | O_CLOEXEC);
+        fdinfo = open("/proc/self/fdinfo", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ok(fd >= 0 && fdinfo >= 0 && rv_fd_mnt_id(fdinfo, fd, &id) == 0 && id > 0, "fdinfo: mount id of /");
+        {
+            int mtab = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+            char big[8192];
+            ok(mtab >= 0 && rv_mountinfo_lookup(mtab, id, &mi, big, sizeof(big)) == 0 && mi.type[0],
+               "mountinfo: / found by its id (%s)", mi.type);
+            if (mtab >= 0)
+                close(mtab);
+        }
+        close(fd);
+        close(fdinfo);
+        ok(rv_inject_walkable("ext4") && rv_inject_walkable("proc") && rv_inject_walkable("sysfs") &&
+           rv_inject_walkable("tmpfs"), "walkable: local and kernel file systems");
+        ok(!rv_inject_walkable("overlay") && !rv_inject_walkable("fuse") && !rv_inject_walkable("fuse.lxcfs") &&
+           !rv_inject_walkable("fuseblk") && !rv_inject_walkable("nfs") && !rv_inject_walkable(""),
+           "walkable: never FUSE, overlay, a network or unknown file system");
     }
     return unit_done();
 }

@@ -5,6 +5,9 @@
 #include "resview/state.h"
 #include "unit.h"
 
+#include <dirent.h>
+#include <sys/wait.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,11 +30,14 @@ struct seen {
     int drop;
 };
 
-static int user_record(const char *name, uid_t uid, json_t *doc, void *arg)
+static int user_record(const char *name, uid_t uid, const struct stat *st, json_t *doc, void *arg)
 {
     struct seen *s = arg;
     (void)uid;
+    (void)st;
     s->n++;
+    if (strlen(s->names) + strlen(name) + 8 >= sizeof(s->names))
+        return s->drop;
     strcat(s->names, name);
     strcat(s->names, doc ? ":json " : ":null ");
     return s->drop;
@@ -161,6 +167,11 @@ int main(void)
         }
         snprintf(path, sizeof(path), "%s/.inprogress", users);
         put(path, "{}");
+        ok(chown(path, 4242, 4242) == 0, "a writer's file before its rename");
+        snprintf(path, sizeof(path), "%s/adir", users);
+        ok(mkdir(path, 0755) == 0 && chown(path, 4242, 4242) == 0, "a directory a user made");
+        snprintf(path, sizeof(path), "%s/adir/inside", users);
+        put(path, "data a user keeps in /run");
         ok(rv_state_users_foreach(&cfg, user_record, &s, &err) == 0, "users' records read");
         ok(s.n == 2 && strstr(s.names, "good:json") && strstr(s.names, "notjson:null"),
            "only a user's regular files reach the caller: %s", s.names);
@@ -175,6 +186,8 @@ int main(void)
         snprintf(path, sizeof(path), "%s/.inprogress", users);
         ok(lstat(path, &st) == 0, "a writer's file before its rename is left alone");
         ok(stat("/etc/passwd", &st) == 0, "the symlink's target is untouched");
+        snprintf(path, sizeof(path), "%s/adir", users);
+        ok(lstat(path, &st) < 0, "the directory is removed, with what it held");
         s.drop = 1;
         s.n = 0;
         rv_state_users_foreach(&cfg, user_record, &s, &err);
@@ -182,6 +195,66 @@ int main(void)
         ok(s.n == 2 && lstat(path, &st) < 0, "records the caller is done with are removed");
         ok(rv_state_user_write(&cfg, a, name, sizeof(name), &err) < 0,
            "root's hook does not write users/ (a directory of its own uid)");
+        /* a user's share: so many files, so many bytes; the rest is removed */
+        {
+            unsigned n_many = RV_USER_RECORDS_MAX + 5, n_big = RV_USER_BYTES_MAX / 4000 + 6;
+            char big[4001];
+            unsigned left = 0;
+            DIR *d;
+            struct dirent *de;
+            memset(big, ' ', 4000);
+            big[0] = '{';
+            big[3999] = '}';
+            big[4000] = '\0';
+            for (unsigned i = 0; i < n_many; i++) {
+                snprintf(path, sizeof(path), "%s/many-%u", users, i);
+                put(path, "{}");
+                if (chown(path, 4343, 4343) < 0)
+                    break;
+            }
+            for (unsigned i = 0; i < n_big; i++) {
+                snprintf(path, sizeof(path), "%s/big-%u", users, i);
+                put(path, big);
+                if (chown(path, 4444, 4444) < 0)
+                    break;
+            }
+            s.drop = 0;
+            s.n = 0;
+            s.names[0] = '\0';
+            rv_state_users_foreach(&cfg, user_record, &s, &err);
+            ok(s.n == RV_USER_RECORDS_MAX + RV_USER_BYTES_MAX / 4000,
+               "per user, %u files and %u bytes reach the caller (%u did)", RV_USER_RECORDS_MAX,
+               RV_USER_BYTES_MAX, s.n);
+            d = opendir(users);
+            while (d && (de = readdir(d)))
+                left += de->d_name[0] != '.';
+            if (d)
+                closedir(d);
+            ok(left == s.n, "the files past a user's share are removed (%u left)", left);
+        }
+        /* the hook as a user: a record larger than RV_USER_RECORD_MAX is refused */
+        {
+            pid_t pid = fork();
+            int ws = 0;
+            if (pid == 0) {
+                json_t *huge = json_object();
+                char pad[RV_USER_RECORD_MAX];
+                memset(pad, 'x', sizeof(pad) - 1);
+                pad[sizeof(pad) - 1] = '\0';
+                json_object_set_new(huge, "pad", json_string(pad));
+                if (chmod(base, 0711) < 0 || setgid(4242) < 0 || setuid(4242) < 0)
+                    _exit(3);
+                if (rv_state_user_write(&cfg, huge, name, sizeof(name), &err) == 0 || err.errnum != EFBIG)
+                    _exit(1);
+                if (rv_state_user_write(&cfg, a, name, sizeof(name), &err) == 0)
+                    _exit(0);
+                fprintf(stderr, "# %s\n", err.msg);
+                _exit(2);
+            }
+            ok(pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+               "a user's hook: a record over %u bytes refused (EFBIG), a small one written (%d)",
+               RV_USER_RECORD_MAX, WEXITSTATUS(ws));
+        }
     }
     json_decref(a);
     json_decref(b);
