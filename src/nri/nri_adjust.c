@@ -124,7 +124,7 @@ static int cgroups_path(json_t *lin, const nri_pod *pod, const nri_container *c)
     if ((!cp || !*cp) && parent && *parent && c->id && *c->id) {
         size_t n = strlen(parent);
         bool slice = n > 6 && strcmp(parent + n - 6, ".slice") == 0;
-        if (rv_snprintf(buf, sizeof(buf), "%s%s%s", parent, slice ? ":cri-containerd:" : "/", c->id) == 0)
+        if (rv_snprintf(buf, sizeof(buf), "%s%s%s", parent, slice ? ":cri-containerd:" : "/", c->id) >= 0)
             cp = buf;
     }
     return cp && *cp ? set_str(lin, "cgroupsPath", cp) : 0;
