@@ -1,10 +1,10 @@
 #!/bin/sh
 # api-proto.sh OUT - NRI's api.proto as Debian ships it, into OUT (make's
-# rule for build/nri/api.proto; src/README.md "nri/"). The .deb of
-# golang-github-containerd-nri-dev comes from the Debian archive apt is
-# configured with here (else deb.debian.org, else snapshot.debian.org, where a
-# version that left the pool stays), its SHA256 checked, the file taken out
-# with dpkg-deb. Nothing else of the package is used.
+# rule for build/nri/api.proto; src/README.md "The NRI plugin's messages").
+# The .deb of golang-github-containerd-nri-dev comes from the Debian archive
+# apt is configured with here (else deb.debian.org, else snapshot.debian.org,
+# where a version that left the pool stays), its SHA256 checked, the file
+# taken out with dpkg-deb. Nothing else of the package is used.
 set -eu
 out=$1
 name=golang-github-containerd-nri-dev_0.8.0-1_all.deb
