@@ -29,6 +29,7 @@ int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
             return 2;
         }
     }
+    rv_log_init("nri", cfg);   /* its lines say resview-nri */
     if (rv_nri_run(cfg, socket_path, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
