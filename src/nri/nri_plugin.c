@@ -85,6 +85,8 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
         long t0 = rv_now_ms();
         if (m.type != RV_TTRPC_REQUEST)
             continue;   /* a stream's data: no method of NRI streams */
+        /* as the shim at each create: the hook may come (or go) while we run */
+        p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
         if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
             return rv_fail(err, ENOMEM, "NRI: an answer");
         if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
