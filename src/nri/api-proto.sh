@@ -1,6 +1,6 @@
 #!/bin/sh
 # api-proto.sh OUT - NRI's api.proto as Debian ships it, into OUT (make's
-# rule for build/nri/api.proto; src/README.md "The NRI plugin's messages").
+# rule for build/nri-api/api.proto; src/README.md "The NRI plugin's messages").
 # The .deb of golang-github-containerd-nri-dev comes from the Debian archive
 # apt is configured with here (else deb.debian.org, else snapshot.debian.org,
 # where a version that left the pool stays), its SHA256 checked, the file

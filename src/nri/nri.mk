@@ -2,11 +2,13 @@
 # into the static hot-path binaries: they need no protobuf-c). Its messages
 # are generated here at build time, never kept in git: NRI's api.proto as
 # Debian ships it (api-proto.sh: golang-github-containerd-nri-dev 0.8.0-1,
-# SHA256 checked, cached in $(NRI_GEN)) and ttrpc's envelope (ttrpc.proto),
+# SHA256 checked, cached in build/nri-api/ for every build tree, make asan's
+# too) and ttrpc's envelope (ttrpc.proto),
 # both through protoc-c (protobuf-c-compiler). NRI_API=FILE: use that
 # api.proto instead of downloading it (a machine with no archive in reach).
 NRI_GEN      := $(BUILD)/nri
-NRI_API      ?= $(NRI_GEN)/api.proto
+NRI_CACHE    ?= build/nri-api
+NRI_API      ?= $(NRI_CACHE)/api.proto
 NRI_GEN_H    := $(NRI_GEN)/api.pb-c.h $(NRI_GEN)/ttrpc.pb-c.h
 # libprotobuf-c's one object, from Debian's static archive (position
 # independent), into the library: `resview` then needs no libprotobuf-c.so
@@ -17,9 +19,10 @@ NRI_GEN_OBJS := $(NRI_GEN)/obj/api.pb-c.o $(NRI_GEN)/obj/ttrpc.pb-c.o $(NRI_PBC_
 ALL_CFLAGS   += -I$(NRI_GEN)
 FUZZ_CFLAGS  += -I$(NRI_GEN)
 
-$(NRI_GEN)/api.proto: src/nri/api-proto.sh
+$(NRI_CACHE)/api.proto: src/nri/api-proto.sh
 	@src/nri/api-proto.sh $@
 $(NRI_GEN)/api.pb-c.c $(NRI_GEN)/api.pb-c.h &: $(NRI_API)
+	@mkdir -p $(NRI_GEN)
 	protoc-c --c_out=$(NRI_GEN) --proto_path=$(dir $(NRI_API)) $(NRI_API)
 $(NRI_GEN)/ttrpc.pb-c.c $(NRI_GEN)/ttrpc.pb-c.h &: src/nri/ttrpc.proto
 	@mkdir -p $(NRI_GEN)
