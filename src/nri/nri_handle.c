@@ -115,7 +115,7 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
     p->created++;
     if (!req || !req->container) {
         p->failed++;
-        rv_log_set_id("");
+        rv_log_set_id("-");
         rv_log(RV_ERROR, "NRI: CreateContainer: %s (%zu bytes): the container is created unchanged",
                req ? "no container in the request" : "a request that is no CreateContainerRequest",
                in->len);
@@ -123,7 +123,7 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
             nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
         return answer(&resp.base, out, out_len);
     }
-    rv_log_set_id(req->container->id && rv_safe_name(req->container->id) ? req->container->id : "");
+    rv_log_set_id(req->container->id && rv_safe_name(req->container->id) ? req->container->id : "-");
     r = rv_nri_adjust(p, req->pod, req->container, &a, &err);
     if (r == -2) {
         /* as the shim: a request that is neither yes nor no refuses the start */
@@ -145,7 +145,7 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
     }
     rv_nri_adjustment_free(&a);
     nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
-    rv_log_set_id("");
+    rv_log_set_id("-");
     return rc;
 }
 
