@@ -151,7 +151,8 @@ static int answer_of(struct rv_nri_plugin *p, uint8_t *req, size_t len, nri_crea
             if (payload_copy) {
                 payload_copy->len = r->payload.len;
                 payload_copy->data = malloc(r->payload.len + 1);
-                memcpy(payload_copy->data, r->payload.data, r->payload.len);
+                if (r->payload.len)
+                    memcpy(payload_copy->data, r->payload.data, r->payload.len);
             }
             ttrpc__response__free_unpacked(r, NULL);
         }
