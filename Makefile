@@ -53,7 +53,8 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/static:
 # private apt configuration under $(MUSL)/apt (deb-src entries for the Debian
 # archive this host's apt is configured with; the host's own sources, lists
 # and caches are not touched), built once into $(MUSL)/prefix. libmount has no
-# place here: the CLI only (its sources are left out of the musl library).
+# place here: the CLI only (its sources are left out of the musl library), nor
+# has protobuf-c (src/nri/, the NRI plugin, is the CLI's only).
 MUSL        := $(BUILD)/musl
 MUSL_PREFIX := $(MUSL)/prefix
 MUSL_CFLAGS  = -std=gnu11 $(OPT) $(WARN) -fstack-protector-strong -fPIE -isystem $(MUSL)/include \
