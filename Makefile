@@ -53,13 +53,14 @@ $(BUILD)/obj $(BUILD)/tests $(BUILD)/static:
 # private apt configuration under $(MUSL)/apt (deb-src entries for the Debian
 # archive this host's apt is configured with; the host's own sources, lists
 # and caches are not touched), built once into $(MUSL)/prefix. libmount has no
-# place here: the CLI only (its sources are left out of the musl library).
+# place here: the CLI only (its sources are left out of the musl library), nor
+# has protobuf-c (src/nri/, the NRI plugin, is the CLI's only).
 MUSL        := $(BUILD)/musl
 MUSL_PREFIX := $(MUSL)/prefix
 MUSL_CFLAGS  = -std=gnu11 $(OPT) $(WARN) -fstack-protector-strong -fPIE -isystem $(MUSL)/include \
                -I$(MUSL_PREFIX)/include -Iinclude -Isrc -DRV_VERSION=\"$(VERSION)\" $(CFLAGS)
 MUSL_LIBS   := $(MUSL_PREFIX)/lib/libseccomp.a $(MUSL_PREFIX)/lib/libjansson.a
-MUSL_SRCS   := $(filter-out $(shell grep -l '<libmount.h>' $(LIB_SRCS)),$(LIB_SRCS))
+MUSL_SRCS   := $(filter-out src/nri/% $(shell grep -l '<libmount.h>' $(LIB_SRCS)),$(LIB_SRCS))
 MUSL_OBJS   := $(MUSL_SRCS:src/%.c=$(MUSL)/obj/%.o)
 MUSL_APT     = -o Dir::Etc::SourceList=$(abspath $(MUSL))/apt/sources.list \
                -o Dir::Etc::SourceParts=$(abspath $(MUSL))/apt/parts.d \
@@ -181,3 +182,5 @@ clean:
 
 # Targets contributed by test areas (fuzzing, sanitizers, ...).
 -include $(wildcard tests/*.mk)
+# The NRI plugin's generated messages (src/nri/, the CLI only).
+include src/nri/nri.mk

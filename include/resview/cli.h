@@ -11,5 +11,6 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_configure(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv);
 int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv);
+int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct {
     { "watch", rv_cmd_watch, "watch                          repair automatically whenever LXCFS comes back" },
     { "configure", rv_cmd_configure, "configure --engine=NAME [...]  register resview with a container engine" },
     { "node", rv_cmd_node, "node run|install|configure|uninstall|ready   the Kubernetes node agent (DaemonSet)" },
+    { "nri", rv_cmd_nri, "nri [--socket PATH]            the NRI plugin: views and variables with no runtime class" },
     { "doctor", rv_cmd_doctor, "doctor                         check the installation and say what to fix" },
 };
 

@@ -6,14 +6,18 @@ for them to exit, print {name: {"exit_code": N, "log": TEXT}} as JSON, then
 stop and remove everything.
 
 Scenario: {"socket": PATH, "handler": "resview",
-           "pod": {"name", "uid", "namespace", "log_dir", "cgroup_parent", "annotations"},
+           "pod": {"name", "uid", "namespace", "log_dir", "cgroup_parent", "annotations",
+                   "pid_per_container"},
            "containers": [{"name", "image", "command", "annotations",
                            "cpu_period", "cpu_quota", "memory",
                            "update": {"cpu_period", "cpu_quota", "memory", "exec": CMD}}]}
 "update": once the container runs, UpdateContainerResources (an in-place
 resize, as the kubelet asks it), then ExecSync CMD ("exec_log" in the result),
 then StopContainer.
-The pod uses the host network (no CNI needed)."""
+The pod uses the host network (no CNI needed). "pid_per_container": true gives
+each container a PID namespace of its own, as the kubelet asks for a pod
+without shareProcessNamespace (LXCFS reads a container's limits through the
+init of its PID namespace); left out, the containers share the sandbox's."""
 import json
 import os
 import sys
@@ -28,6 +32,7 @@ sc = json.load(open(sys.argv[2]))
 chan = grpc.insecure_channel("unix://" + sc["socket"])
 rt = pbg.RuntimeServiceStub(chan)
 p = sc["pod"]
+pid_mode = pb.CONTAINER if p.get("pid_per_container") else pb.POD
 pod_cfg = pb.PodSandboxConfig(
     metadata=pb.PodSandboxMetadata(name=p["name"], uid=p["uid"], namespace=p.get("namespace", "default")),
     log_directory=p["log_dir"],
@@ -35,7 +40,7 @@ pod_cfg = pb.PodSandboxConfig(
     linux=pb.LinuxPodSandboxConfig(
         cgroup_parent=p.get("cgroup_parent", ""),
         security_context=pb.LinuxSandboxSecurityContext(
-            namespace_options=pb.NamespaceOption(network=pb.NODE))))
+            namespace_options=pb.NamespaceOption(network=pb.NODE, pid=pid_mode))))
 pod_id = None
 result = {}
 try:
@@ -48,6 +53,8 @@ try:
         cfg = pb.ContainerConfig(metadata=pb.ContainerMetadata(name=c["name"]), image=pb.ImageSpec(image=c["image"]),
                                  command=c["command"], annotations=c.get("annotations", {}),
                                  log_path=c["name"] + ".log", linux=pb.LinuxContainerConfig(resources=res))
+        if p.get("pid_per_container"):
+            cfg.linux.security_context.namespace_options.CopyFrom(pb.NamespaceOption(network=pb.NODE, pid=pid_mode))
         cid = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pod_id, config=cfg,
                                                            sandbox_config=pod_cfg), timeout=120).container_id
         rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=120)

@@ -1,0 +1,38 @@
+/* cmd_nri.c - `resview nri [--socket PATH]`: the NRI plugin (src/nri/). */
+#define _GNU_SOURCE
+#include "resview/cli.h"
+#include "resview/log.h"
+#include "resview/nri.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
+{
+    const char *socket_path = RV_NRI_SOCKET_DEFAULT;
+    struct rv_error err;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+            socket_path = argv[++i];
+        } else if (strncmp(argv[i], "--socket=", 9) == 0) {
+            socket_path = argv[i] + 9;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("usage: resview nri [--socket PATH]\n"
+                   "  run resview as an NRI plugin on the runtime's socket (default %s):\n"
+                   "  every container created gets the variables and the LXCFS views' hook\n",
+                   RV_NRI_SOCKET_DEFAULT);
+            return 0;
+        } else {
+            fprintf(stderr, "resview nri: unknown argument `%s` (usage: resview nri [--socket PATH])\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    rv_log_init("nri", cfg);   /* its lines say resview-nri */
+    if (rv_nri_run(cfg, socket_path, &err) < 0) {
+        rv_log(RV_ERROR, "%s", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,214 @@
+/* nri_handle.c - the plugin's answers, envelope in, envelope out, with no
+ * system call of its own (the limits read the host's cgroup files): fuzzed
+ * and unit-tested as it is. */
+#define _GNU_SOURCE
+#include "nri_msg.h"
+#include "resview/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* gRPC's codes, as ttrpc's status carries them */
+#define CODE_OK 0
+#define CODE_INVALID_ARGUMENT 3
+#define CODE_UNIMPLEMENTED 12
+
+/* The response envelope around payload (len bytes), with a status. */
+static int envelope(int code, const char *message, const uint8_t *payload, size_t len,
+                    uint8_t **out, size_t *out_len)
+{
+    Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
+    Ttrpc__Status st = TTRPC__STATUS__INIT;
+
+    st.code = code;
+    st.message = (char *)(message ? message : "");
+    resp.status = &st;
+    resp.payload.data = (uint8_t *)payload;
+    resp.payload.len = len;
+    *out_len = ttrpc__response__get_packed_size(&resp);
+    if (!(*out = malloc(*out_len ? *out_len : 1)))
+        return -1;
+    ttrpc__response__pack(&resp, *out);
+    return 0;
+}
+
+/* Any message of ours packed into its envelope. */
+static int answer(const ProtobufCMessage *m, uint8_t **out, size_t *out_len)
+{
+    size_t n = m ? protobuf_c_message_get_packed_size(m) : 0;
+    cleanup_free uint8_t *buf = malloc(n ? n : 1);
+
+    if (!buf)
+        return -1;
+    if (n)
+        protobuf_c_message_pack(m, buf);
+    return envelope(CODE_OK, NULL, buf, n, out, out_len);
+}
+
+static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
+                     size_t *out_len)
+{
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest *req =
+        nri__pkg__api__v1alpha1__configure_request__unpack(NULL, in->len, in->data);
+    Nri__Pkg__Api__V1alpha1__ConfigureResponse resp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
+
+    /* the one event we need: bit (event - 1), as NRI's EventMask */
+    resp.events = 1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1);
+    if (req) {
+        snprintf(p->runtime, sizeof(p->runtime), "%.60s %.60s", req->runtime_name ?: "?",
+                 req->runtime_version ?: "?");
+        p->request_timeout_ms = req->request_timeout;
+        nri__pkg__api__v1alpha1__configure_request__free_unpacked(req, NULL);
+    } else {
+        rv_log(RV_WARN, "NRI: Configure: a request that is no ConfigureRequest (%zu bytes): "
+               "subscribing all the same", in->len);
+    }
+    p->configured = true;
+    rv_log(RV_INFO, "NRI: registered as %s (index %s) with %s; request timeout %" PRId64 " ms",
+           RV_NRI_PLUGIN_NAME, RV_NRI_PLUGIN_IDX, p->runtime[0] ? p->runtime : "an unnamed runtime",
+           p->request_timeout_ms);
+    return answer(&resp.base, out, out_len);
+}
+
+static int synchronize(const ProtobufCBinaryData *in, uint8_t **out, size_t *out_len)
+{
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req =
+        nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, in->len, in->data);
+    Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
+
+    /* nothing to update in what runs already; "more" says we take the
+     * rest of a synchronization in several messages */
+    if (req) {
+        resp.more = req->more;
+        nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+    }
+    return answer(&resp.base, out, out_len);
+}
+
+static void log_limits(const struct rv_nri_adjustment *a)
+{
+    char mem[32] = "none";
+
+    if (!a->res.env_on) {
+        rv_log(RV_INFO, "NRI: create: variables off (resview.io/env)%s",
+               a->res.lxcfs_on ? "" : ", views off");
+        return;
+    }
+    if (a->res.limits.has_mem)
+        snprintf(mem, sizeof(mem), "%llu", (unsigned long long)a->res.limits.mem_mib);
+    rv_log(RV_INFO, "NRI: create: cpus=%u (%s), mem_mib=%s, gpus=%u; %zu variables%s",
+           a->res.limits.cpus, a->res.limits.cpus_why, mem, a->res.limits.gpus, a->adj.n_env,
+           a->res.lxcfs_on ? ", the views' hook" : a->res.hook_missing ? ", no hook (cannot run it)" : "");
+}
+
+static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
+                            size_t *out_len)
+{
+    nri_create_req *req = nri__pkg__api__v1alpha1__create_container_request__unpack(NULL, in->len, in->data);
+    nri_create_resp resp = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
+    struct rv_nri_adjustment a;
+    struct rv_error err;
+    int r, rc;
+
+    p->created++;
+    if (!req || !req->container) {
+        p->failed++;
+        rv_log_set_id("-");
+        rv_log(RV_ERROR, "NRI: CreateContainer: %s (%zu bytes): the container is created unchanged",
+               req ? "no container in the request" : "a request that is no CreateContainerRequest",
+               in->len);
+        if (req)
+            nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
+        return answer(&resp.base, out, out_len);
+    }
+    rv_log_set_id(req->container->id && rv_safe_name(req->container->id) ? req->container->id : "-");
+    r = rv_nri_adjust(p, req->pod, req->container, &a, &err);
+    if (r == -2) {
+        /* as the shim: a request that is neither yes nor no refuses the start */
+        p->failed++;
+        rv_log(RV_ERROR, "NRI: create refused: %s", err.msg);
+        rc = envelope(CODE_INVALID_ARGUMENT, err.msg, NULL, 0, out, out_len);
+    } else if (r < 0) {
+        p->failed++;
+        rv_log(RV_ERROR, "NRI: %s: the container is created unchanged", err.msg);
+        rc = answer(&resp.base, out, out_len);
+    } else {
+        p->adjusted++;
+        if (a.res.hook_missing)
+            rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
+                   p->cfg->hook_path);
+        log_limits(&a);
+        resp.adjust = &a.adj;
+        rc = answer(&resp.base, out, out_len);
+    }
+    rv_nri_adjustment_free(&a);
+    nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
+    rv_log_set_id("-");
+    return rc;
+}
+
+int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8_t **out,
+                  size_t *out_len)
+{
+    Ttrpc__Request *req = ttrpc__request__unpack(NULL, len, buf);
+    char msg[256];
+    int rc;
+
+    if (!req) {
+        rv_log(RV_ERROR, "NRI: a call that is no ttrpc Request (%zu bytes): answered with an error", len);
+        return envelope(CODE_INVALID_ARGUMENT, "resview: not a ttrpc Request", NULL, 0, out, out_len);
+    }
+    if (!req->service || strcmp(req->service, RV_NRI_SERVICE_PLUGIN) != 0) {
+        snprintf(msg, sizeof(msg), "resview: no service `%.100s`", req->service ?: "");
+        rc = envelope(CODE_UNIMPLEMENTED, msg, NULL, 0, out, out_len);
+    } else if (strcmp(req->method, "Configure") == 0) {
+        rc = configure(p, &req->payload, out, out_len);
+    } else if (strcmp(req->method, "Synchronize") == 0) {
+        rc = synchronize(&req->payload, out, out_len);
+    } else if (strcmp(req->method, "CreateContainer") == 0) {
+        rc = create_container(p, &req->payload, out, out_len);
+    } else {
+        /* Shutdown, the events we did not ask for, and what a newer NRI
+         * adds: their empty answer is the default message */
+        if (strcmp(req->method, "Shutdown") == 0)
+            rv_log(RV_INFO, "NRI: the runtime shuts down");
+        rc = answer(NULL, out, out_len);
+    }
+    ttrpc__request__free_unpacked(req, NULL);
+    return rc;
+}
+
+int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err)
+{
+    Nri__Pkg__Api__V1alpha1__RegisterPluginRequest reg = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
+    Ttrpc__Request req = TTRPC__REQUEST__INIT;
+    uint8_t payload[256];
+
+    reg.plugin_name = (char *)RV_NRI_PLUGIN_NAME;
+    reg.plugin_idx = (char *)RV_NRI_PLUGIN_IDX;
+    req.service = (char *)RV_NRI_SERVICE_RUNTIME;
+    req.method = (char *)"RegisterPlugin";
+    req.payload.len = nri__pkg__api__v1alpha1__register_plugin_request__pack(&reg, payload);
+    req.payload.data = payload;
+    *out_len = ttrpc__request__get_packed_size(&req);
+    if (!(*out = malloc(*out_len)))
+        return rv_fail(err, ENOMEM, "NRI: RegisterPlugin");
+    ttrpc__request__pack(&req, *out);
+    return 0;
+}
+
+int rv_nri_register_result(const uint8_t *buf, size_t len, struct rv_error *err)
+{
+    Ttrpc__Response *resp = ttrpc__response__unpack(NULL, len, buf);
+    int r = 0;
+
+    if (!resp)
+        return rv_fail(err, 0, "NRI: RegisterPlugin: an answer that is no ttrpc Response");
+    if (resp->status && resp->status->code != CODE_OK)
+        r = rv_fail(err, 0, "NRI: RegisterPlugin refused (code %d): %.300s", resp->status->code,
+                    resp->status->message ?: "");
+    ttrpc__response__free_unpacked(resp, NULL);
+    return r;
+}

@@ -1,0 +1,204 @@
+/* nri_plugin.c - the plugin's connection: connect to the runtime's NRI
+ * socket, register, answer its calls (nri_handle.c) until it goes away,
+ * then connect again with backoff. One thread: a call is answered before the
+ * next is read, each within the runtime's request timeout (the edits read a
+ * few cgroup files and decide). */
+#define _GNU_SOURCE
+#include "nri_msg.h"
+#include "resview/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 10000
+#define WRITE_TIMEOUT_S 5
+/* NRI's default registration timeout is 5 s: the runtime's Configure comes
+ * well before this, or the runtime is not listening to us */
+#define CONFIGURE_WAIT_MS 30000
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int dial(const char *path, struct rv_error *err)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct timeval tv = { WRITE_TIMEOUT_S, 0 };
+    cleanup_close int fd = -1;
+
+    if (rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) < 0)
+        return rv_fail(err, ENAMETOOLONG, "NRI socket `%s`", path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return rv_fail(err, errno, "socket");
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return rv_fail(err, errno, "connect to the NRI socket `%s`", path);
+    /* a runtime that stops reading must not hold us forever */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    return move_fd(fd);
+}
+
+static int send_all(int fd, const struct rv_bytes *b, struct rv_error *err)
+{
+    for (size_t at = b->off; at < b->len;) {
+        ssize_t n = send(fd, b->p + at, b->len - at, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return rv_fail(err, n < 0 ? errno : EPIPE, "NRI: write to the runtime");
+        at += (size_t)n;
+    }
+    return 0;
+}
+
+static int send_msg(int fd, uint32_t conn, uint32_t stream, uint8_t type, uint8_t flags,
+                    const uint8_t *payload, size_t len, struct rv_error *err)
+{
+    struct rv_bytes out = { 0 };
+    int r = rv_mux_put(&out, conn, stream, type, flags, payload, len, err);
+
+    if (r == 0)
+        r = send_all(fd, &out, err);
+    rv_bytes_free(&out);
+    return r;
+}
+
+/* The runtime's calls on connection 1, and its answer to ours on 2. */
+static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool *registered,
+                    struct rv_error *err)
+{
+    struct rv_ttrpc_msg m;
+    int r;
+
+    while ((r = rv_ttrpc_next(in, RV_MUX_PLUGIN, &m, err)) == 1) {
+        cleanup_free uint8_t *out = NULL;
+        size_t n = 0;
+        long t0 = rv_now_ms();
+        if (m.type != RV_TTRPC_REQUEST)
+            continue;   /* a stream's data: no method of NRI streams */
+        /* as the shim at each create: the hook may come (or go) while we run */
+        p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
+        if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
+            return rv_fail(err, ENOMEM, "NRI: an answer");
+        if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
+            return -1;
+        long took = rv_now_ms() - t0;
+        if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
+            rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,
+                   (long long)p->request_timeout_ms);
+    }
+    if (r < 0)
+        return -1;
+    while ((r = rv_ttrpc_next(in, RV_MUX_RUNTIME, &m, err)) == 1) {
+        if (m.type != RV_TTRPC_RESPONSE || m.stream != 1)
+            continue;
+        if (rv_nri_register_result(m.data, m.len, err) < 0)
+            return -1;
+        *registered = true;
+    }
+    return r;
+}
+
+/* One connection, from registration until the runtime goes away: 0 when it
+ * closed the socket, -1 on an error (err). */
+static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
+{
+    cleanup_free uint8_t *reg = NULL;
+    struct rv_mux_in in = { 0 };
+    size_t reg_len;
+    bool registered = false;
+    long since = rv_now_ms();
+    int r = -1;
+
+    if (rv_nri_register_request(&reg, &reg_len, err) < 0 ||
+        send_msg(fd, RV_MUX_RUNTIME, 1, RV_TTRPC_REQUEST, RV_TTRPC_FLAG_REMOTE_CLOSED, reg, reg_len, err) < 0)
+        goto out;
+    for (;;) {
+        static uint8_t buf[64 << 10];
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        int w = poll(&pfd, 1, p->configured ? -1 : 1000);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            rv_fail(err, errno, "poll");
+            goto out;
+        }
+        if (w == 0) {
+            if (rv_now_ms() - since > CONFIGURE_WAIT_MS) {
+                rv_fail(err, ETIMEDOUT, "NRI: registered%s, but no Configure from the runtime in %d s",
+                        registered ? "" : " (no answer yet)", CONFIGURE_WAIT_MS / 1000);
+                goto out;
+            }
+            continue;
+        }
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rv_fail(err, errno, "NRI: read from the runtime");
+            goto out;
+        }
+        if (n == 0) {
+            r = 0;
+            goto out;
+        }
+        if (rv_mux_feed(&in, buf, (size_t)n, err) < 0 || dispatch(p, fd, &in, &registered, err) < 0)
+            goto out;
+    }
+out:
+    rv_mux_in_free(&in);
+    return r;
+}
+
+int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_error *err)
+{
+    struct rv_host host;
+    long backoff = BACKOFF_MIN_MS;
+    bool said_down = false;
+
+    (void)err;
+    rv_host_defaults(&host);
+    signal(SIGPIPE, SIG_IGN);
+    rv_log(RV_INFO, "NRI: plugin %s (index %s) on `%s`", RV_NRI_PLUGIN_NAME, RV_NRI_PLUGIN_IDX,
+           socket_path);
+    for (;;) {
+        struct rv_nri_plugin p = { .cfg = cfg, .host = &host,
+                                   .hook_missing = access(cfg->hook_path, X_OK) != 0 };
+        struct rv_error e;
+        cleanup_close int fd = dial(socket_path, &e);
+        if (fd < 0) {
+            /* once per outage, not once per try */
+            if (!said_down)
+                rv_log(RV_WARN, "%s; trying again (every %d s at most)", e.msg, BACKOFF_MAX_MS / 1000);
+            said_down = true;
+            sleep_ms(backoff);
+            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+            continue;
+        }
+        said_down = false;
+        if (p.hook_missing)
+            rv_log(RV_WARN, "NRI: the hook `%s` cannot be run here: containers get no LXCFS views",
+                   cfg->hook_path);
+        long start = rv_now_ms();
+        if (session(&p, fd, &e) < 0)
+            rv_log(RV_ERROR, "%s; connecting again", e.msg);
+        else
+            rv_log(RV_INFO, "NRI: the runtime closed the connection (%lu containers, %lu adjusted, "
+                   "%lu unchanged or refused); connecting again", p.created, p.adjusted, p.failed);
+        /* a session that lasted resets the backoff; one that failed at once grows it */
+        if (rv_now_ms() - start > 60000)
+            backoff = BACKOFF_MIN_MS;
+        sleep_ms(backoff);
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+    }
+    return 0;
+}

@@ -1,0 +1,175 @@
+/* nri_wire.c - NRI's multiplexer and ttrpc's framing, on buffers only (no
+ * system call: fuzzed as it is). Written from the framing of containerd/nri
+ * pkg/net/multiplex (mux.go, ttrpc.go) and containerd/ttrpc (channel.go). */
+#define _GNU_SOURCE
+#include "resview/nri.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+void rv_bytes_free(struct rv_bytes *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Room for n more bytes, the bytes already read dropped first. A buffer never
+ * holds more than two of the largest frames: one being read, one whole. */
+static int reserve(struct rv_bytes *b, size_t n, struct rv_error *err)
+{
+    if (b->off) {
+        memmove(b->p, b->p + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+    }
+    if (n > 2 * (size_t)(RV_MUX_HDR + RV_MUX_FRAME_MAX) - b->len)
+        return rv_fail(err, 0, "NRI: more than %u bytes unread on one connection",
+                       2 * (RV_MUX_HDR + RV_MUX_FRAME_MAX));
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p)
+            return rv_fail(err, ENOMEM, "NRI: buffer");
+        b->p = p;
+        b->cap = cap;
+    }
+    return 0;
+}
+
+static int append(struct rv_bytes *b, const void *data, size_t n, struct rv_error *err)
+{
+    if (reserve(b, n, err) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* Whole frames from the start of buf (n bytes); *used: the bytes they took. */
+static int frames(struct rv_mux_in *in, const uint8_t *buf, size_t n, size_t *used,
+                  struct rv_error *err)
+{
+    size_t at = 0;
+
+    while (n - at >= RV_MUX_HDR) {
+        uint32_t id = get_be32(buf + at), len = get_be32(buf + at + 4);
+        if (id == 0)
+            return rv_fail(err, 0, "NRI: a frame for connection 0 (reserved)");
+        if (len > RV_MUX_FRAME_MAX)
+            return rv_fail(err, 0, "NRI: a frame of %u bytes (at most %u)", len, RV_MUX_FRAME_MAX);
+        if (n - at - RV_MUX_HDR < len)
+            break;
+        if (id < 3) {
+            /* the stream's previous message is done once more bytes come */
+            in->conn[id].off += in->taken[id];
+            in->taken[id] = 0;
+            if (append(&in->conn[id], buf + at + RV_MUX_HDR, len, err) < 0)
+                return -1;
+        } else {
+            in->dropped += len;   /* NRI's multiplexer drops them too */
+        }
+        at += RV_MUX_HDR + len;
+    }
+    *used = at;
+    return 0;
+}
+
+int rv_mux_feed(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err)
+{
+    size_t used = 0;
+
+    if (in->trunk.len == in->trunk.off) {
+        /* the common case: whole frames straight from the read */
+        if (frames(in, data, n, &used, err) < 0)
+            return -1;
+        in->trunk.off = in->trunk.len = 0;
+        return append(&in->trunk, data + used, n - used, err);
+    }
+    if (append(&in->trunk, data, n, err) < 0 ||
+        frames(in, in->trunk.p + in->trunk.off, in->trunk.len - in->trunk.off, &used, err) < 0)
+        return -1;
+    in->trunk.off += used;
+    return 0;
+}
+
+int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
+                  struct rv_error *err)
+{
+    struct rv_bytes *b;
+    const uint8_t *h;
+    uint32_t len;
+
+    if (conn < 1 || conn > 2)
+        return rv_fail(err, EINVAL, "NRI: connection %u", conn);
+    b = &in->conn[conn];
+    b->off += in->taken[conn];
+    in->taken[conn] = 0;
+    if (b->len - b->off < RV_TTRPC_HDR)
+        return 0;
+    h = b->p + b->off;
+    len = get_be32(h);
+    if (len > RV_TTRPC_MAX)
+        return rv_fail(err, 0, "NRI: a ttrpc message of %u bytes (at most %u)", len, RV_TTRPC_MAX);
+    if (b->len - b->off - RV_TTRPC_HDR < len)
+        return 0;
+    msg->len = len;
+    msg->stream = get_be32(h + 4);
+    msg->type = h[8];
+    msg->flags = h[9];
+    msg->data = h + RV_TTRPC_HDR;
+    in->taken[conn] = RV_TTRPC_HDR + (size_t)len;
+    return 1;
+}
+
+void rv_mux_in_free(struct rv_mux_in *in)
+{
+    rv_bytes_free(&in->trunk);
+    for (int i = 0; i < 3; i++)
+        rv_bytes_free(&in->conn[i]);
+    memset(in, 0, sizeof(*in));
+}
+
+int rv_mux_put(struct rv_bytes *out, uint32_t conn, uint32_t stream, uint8_t type, uint8_t flags,
+               const uint8_t *payload, size_t len, struct rv_error *err)
+{
+    uint8_t th[RV_TTRPC_HDR], mh[RV_MUX_HDR];
+    size_t total = RV_TTRPC_HDR + len, done = 0;
+
+    if (len > RV_TTRPC_MAX)
+        return rv_fail(err, EMSGSIZE, "NRI: a message of %zu bytes (at most %u)", len, RV_TTRPC_MAX);
+    put_be32(th, (uint32_t)len);
+    put_be32(th + 4, stream);
+    th[8] = type;
+    th[9] = flags;
+    /* the ttrpc message as a byte stream, cut into frames of at most
+     * RV_MUX_FRAME_MAX (one frame: it is never longer) */
+    while (done < total) {
+        size_t n = total - done < RV_MUX_FRAME_MAX ? total - done : RV_MUX_FRAME_MAX;
+        put_be32(mh, conn);
+        put_be32(mh + 4, (uint32_t)n);
+        if (reserve(out, RV_MUX_HDR + n, err) < 0)
+            return -1;
+        memcpy(out->p + out->len, mh, RV_MUX_HDR);
+        out->len += RV_MUX_HDR;
+        for (size_t i = 0; i < n; i++, done++)
+            out->p[out->len++] = done < RV_TTRPC_HDR ? th[done] : payload[done - RV_TTRPC_HDR];
+    }
+    return 0;
+}

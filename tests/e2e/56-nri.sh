@@ -1,0 +1,135 @@
+#!/bin/bash
+# 56-nri.sh - `resview nri`, the NRI plugin, with a real containerd: NRI on
+# (as containerd 2.x ships it) on a private socket, pods created through the
+# CRI API with the default runtime (runc: no runtime class, no runtime entry
+# of ours), and the plugin's adjustment checked inside the containers: the
+# variables (main process and an exec session), /proc/meminfo from LXCFS, the
+# opt-outs; then the plugin killed (containers are created unchanged, none
+# blocked), restarted, and containerd restarted under it (it registers again).
+# A containerd without NRI (before 1.7: Debian 12's 1.6) is one `ok` line
+# saying so: the test needs Debian 13 or later (tests/v2, make e2e-next).
+source "$(dirname "$0")/../lib/common.sh"
+source "$TOP/tests/cri/engines.sh"
+PY=/usr/bin/python3   # Debian's grpcio lives there
+
+ver=$(containerd --version 2>/dev/null | awk '{print $3}'); ver=${ver#v}
+case $ver in
+    ""|0.*|1.[0-6].*|1.[0-6]) echo "ok 1 - skipped: containerd ${ver:-(none)} has no NRI (1.7 and later have it, 2.x on by default)"; exit 0 ;;
+esac
+$PY -c 'import grpc, grpc_tools' 2>/dev/null ||
+    { echo "ok 1 - skipped: python3-grpcio and python3-grpc-tools are missing (the CRI client)"; exit 0; }
+
+LXCFS_DIR=$T/lxcfs
+rv_config "$T/config.json"
+lxcfs_start "$LXCFS_DIR" || exit 1
+t_cleanup "lxcfs_stop $LXCFS_DIR"
+IMG=resview.test/busybox:1
+NRI_SOCK=$T/nri.sock
+mkdir -p "$T/nri-plugins" "$T/nri-conf" "$T/podlogs"
+# NRI as containerd 2.x has it on by default, on a socket of this test
+nri_toml="[plugins.\"io.containerd.nri.v1.nri\"]
+  disable = false
+  socket_path = \"$NRI_SOCK\"
+  plugin_path = \"$T/nri-plugins\"
+  plugin_config_path = \"$T/nri-conf\""
+ctd_start "$(ctd_cri_toml "$IMG")
+$nri_toml" || exit 1
+t_contains "containerd $ver loaded NRI" "$(ctr --address "$CTD_SOCK" plugins ls 2>/dev/null | grep nri)" "ok"
+
+rv_image_tar "$T/layer.tar"
+$PY "$TOP/hooks/kubernetes/image/oci-image.py" "$T/layer.tar" "$T/oci.tar" "$IMG" /bin/sleep 2147483647
+ctr --address "$CTD_SOCK" -n k8s.io images import "$T/oci.tar" >/dev/null 2>&1
+$PY -m grpc_tools.protoc -I"$TOP/tests/cri" --python_out="$T" --grpc_python_out="$T" "$TOP/tests/cri/cri.proto"
+
+PLUGIN_PID=""
+plugin_start() {
+    RESVIEW_CONFIG=$T/config.json "$CLI" nri --socket "$NRI_SOCK" >>"$T/nri.out" 2>&1 &
+    PLUGIN_PID=$!
+}
+plugin_stop() { [ -n "$PLUGIN_PID" ] && kill -9 "$PLUGIN_PID" 2>/dev/null; wait "$PLUGIN_PID" 2>/dev/null; PLUGIN_PID=""; }
+t_cleanup plugin_stop
+registered() { [ "$(grep -c 'NRI: registered as resview' "$T/resview.log" 2>/dev/null)" -ge "$1" ]; }
+plugin_start
+t_ok "resview nri registered with containerd (Configure came)" wait_for registered 1
+t_contains "the plugin says which runtime" "$(grep 'registered as' "$T/resview.log")" "containerd"
+
+# scenario NAME CONTAINERS_JSON [POD_ANNOTATIONS]: no runtime handler (the
+# default, runc); a PID namespace per container, as the kubelet asks for it
+scenario() {
+    jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg logs "$T/podlogs/$1" --arg cg "$(pod_cgroup "$1")" \
+        --argjson cs "$2" --argjson pa "${3:-{\}}" \
+        '{socket: $sock, handler: "",
+          pod: {name: $name, uid: ("uid-" + $name), namespace: "default", log_dir: $logs,
+                cgroup_parent: $cg, annotations: $pa, pid_per_container: true}, containers: $cs}' >"$T/$1.json"
+    mkdir -p "$T/podlogs/$1"
+    $PY "$TOP/tests/cri/cri-run.py" "$T" "$T/$1.json" 2>>"$T/cri.err"
+}
+show='env; grep MemTotal /proc/meminfo; grep -c fuse.lxcfs /proc/self/mountinfo'
+# 1.5 CPUs and 512 MiB; the exec session comes after a resize to the same
+# values (cri-run.py's "update": UpdateContainerResources, then ExecSync)
+main='{"name": "main", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'; sleep 300"],
+       "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+       "update": {"cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+                  "exec": ["/bin/sh", "-c", "'"$show"'"]}}'
+cnt='['"$main"',
+      {"name": "noenv", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
+       "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+       "annotations": {"resview.io/env": "false"}},
+      {"name": "noviews", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
+       "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+       "annotations": {"resview.io/lxcfs": "false"}}]'
+res=$(scenario pod1 "$cnt")
+log=$(jq -r '.main.log' <<<"$res" 2>/dev/null) ex=$(jq -r '.main.exec_log' <<<"$res" 2>/dev/null)
+t_eq "CRI pod with the default runtime (runc), no runtime class: created and run" "$(jq -r '.main.state' <<<"$res" 2>/dev/null)" "2"
+[ -s "$T/cri.err" ] && tail -5 "$T/cri.err" | sed 's/^/#   /'
+t_contains "main process: GOMAXPROCS=2 (1.5 CPUs, rounded up)" "$log" "GOMAXPROCS=2"
+t_contains "main process: OMP_NUM_THREADS=2" "$log" "OMP_NUM_THREADS=2"
+t_contains "main process: SLURM_MEM_PER_NODE=512" "$log" "SLURM_MEM_PER_NODE=512"
+t_contains "main process: /proc/meminfo from LXCFS (512 MiB)" "$log" "524288 kB"
+t_contains "exec session: GOMAXPROCS=2 (containerd builds it from the adjusted spec)" "$ex" "GOMAXPROCS=2"
+t_contains "exec session: SLURM_CPUS_PER_TASK=2" "$ex" "SLURM_CPUS_PER_TASK=2"
+t_contains "exec session: /proc/meminfo from LXCFS" "$ex" "524288 kB"
+t_contains "the plugin logged that container" "$(cat "$T/resview.log")" "$(jq -r '.main.id' <<<"$res")"
+t_not_contains "resview.io/env=false: no variables" "$(jq -r '.noenv.log' <<<"$res")" "GOMAXPROCS"
+t_contains "resview.io/env=false: the views stay" "$(jq -r '.noenv.log' <<<"$res")" "524288 kB"
+t_contains "resview.io/lxcfs=false: the variables stay" "$(jq -r '.noviews.log' <<<"$res")" "GOMAXPROCS=2"
+t_not_contains "resview.io/lxcfs=false: no views" "$(jq -r '.noviews.log' <<<"$res")" "524288 kB"
+t_contains "the hook recorded the container for repair/watch" \
+    "$(ls "$T/state/containers" 2>/dev/null)" "$(jq -r '.main.id' <<<"$res")"
+
+# the pod's annotation counts (containerd passes no pod annotation to a spec
+# without pod_annotations: the plugin reads the pod's own)
+res=$(scenario pod2 '[{"name": "c", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
+                       "cpu_period": 100000, "cpu_quota": 150000}]' '{"resview.io/env": "false"}')
+t_contains "pod annotation resview.io/env=false: that container ran" "$(jq -r '.c.log' <<<"$res")" "PATH="
+t_not_contains "pod annotation resview.io/env=false: no variables" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS"
+
+one='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
+       "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912}]'
+# the plugin killed: containers are created, unchanged, without waiting
+plugin_stop
+start=$(date +%s)
+res=$(scenario pod3 "$one")
+t_contains "plugin gone: the container is created and runs" "$(jq -r '.c.log' <<<"$res")" "PATH="
+t_not_contains "plugin gone: unchanged" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS"
+# no NRI call timed out (containerd waits 2 s per call, then goes on): the
+# pod's time is said, not compared (a loaded guest is slow either way)
+t_eq "plugin gone: no NRI call of containerd timed out (the pod took $(( $(date +%s) - start ))s)" \
+    "$(grep -i nri "$T/ctd/log" | grep -ciE 'timeout|timed out|deadline')" "0"
+plugin_start
+t_ok "the plugin restarted registers again" wait_for registered 2
+res=$(scenario pod4 "$one")
+t_contains "after the plugin's restart: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
+t_contains "after the plugin's restart: the views" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
+
+# containerd restarted under the running plugin: it reconnects by itself
+_stop_pid "$CTD_PID"; CTD_PID=""
+ctd_start "$(ctd_cri_toml "$IMG")
+$nri_toml" || exit 1
+t_ok "containerd restarted: the same plugin process registers again" wait_for registered 3
+t_ok "the plugin process lived through it" kill -0 "$PLUGIN_PID"
+res=$(scenario pod5 "$one")
+t_contains "after containerd's restart: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
+t_contains "after containerd's restart: the views" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
+t_not_contains "no error in the plugin's log" "$(grep ' error resview-nri' "$T/resview.log" | grep -v 'connecting again')" "NRI"
+[ -n "${VERBOSE:-}" ] && sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20

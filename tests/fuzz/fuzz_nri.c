@@ -1,0 +1,128 @@
+/* fuzz_nri - the NRI plugin's input (src/nri/): the first byte picks
+ *   even: a socket's byte stream, cut into reads of 1 + byte % 64 bytes
+ *         (the second byte), through NRI's multiplexer and ttrpc's framing
+ *         (nri_wire.c), every message of connection 1 answered
+ *         (rv_nri_handle), every one of connection 2 read as the answer to
+ *         RegisterPlugin;
+ *   odd:  the rest as a CreateContainer request's payload (the adjustment,
+ *         nri_adjust.c, on the spec made of it).
+ * Invariants: an answer always comes, is a ttrpc Response whose status is
+ * OK, INVALID_ARGUMENT or UNIMPLEMENTED; a CreateContainer answer adjusts
+ * only env (names of the env.vars table, never a Slurm job's own) and
+ * hooks (one, resview-hook's); nothing reads beyond the input (ASan). */
+#include "fuzz.h"
+#include "nri/nri_msg.h"
+#include "resview/log.h"
+
+static struct rv_config cfg;
+static struct rv_host host;
+static struct rv_nri_plugin plugin;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc; (void)argv;
+    rv_config_defaults(&cfg);
+    strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
+    strcpy(cfg.log_file, "/dev/null");
+    rv_host_defaults(&host);
+    strcpy(host.cgroup_root, "/nonexistent");
+    strcpy(host.cpu_online, "/nonexistent");
+    rv_log_init("nri", &cfg);
+    plugin.cfg = &cfg;
+    plugin.host = &host;
+    return 0;
+}
+
+static bool known_var(const char *name)
+{
+    for (int i = 0; i < cfg.n_vars; i++)
+        if (strcmp(cfg.vars[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static void check_answer(const char *method, const uint8_t *out, size_t n)
+{
+    Ttrpc__Response *r = ttrpc__response__unpack(NULL, n, out);
+    FUZZ_CHECK(r, "the answer is no ttrpc Response");
+    int code = r->status ? r->status->code : 0;
+    FUZZ_CHECK(code == 0 || code == 3 || code == 12, "status %d", code);
+    if (code == 0 && method && strcmp(method, "CreateContainer") == 0) {
+        nri_create_resp *c = nri__pkg__api__v1alpha1__create_container_response__unpack(NULL, r->payload.len,
+                                                                                          r->payload.data);
+        FUZZ_CHECK(c, "the CreateContainer answer does not unpack");
+        if (c->adjust) {
+            nri_adjustment *a = c->adjust;
+            FUZZ_CHECK(a->n_mounts == 0 && !a->linux && a->n_rlimits == 0 && a->n_annotations == 0 &&
+                       a->n_cdi_devices == 0, "an adjustment beyond env and hooks");
+            for (size_t i = 0; i < a->n_env; i++)
+                FUZZ_CHECK(known_var(a->env[i]->key) && strcmp(a->env[i]->key, "SLURM_JOB_ID") != 0,
+                           "variable %s", a->env[i]->key);
+            if (a->hooks)
+                FUZZ_CHECK(a->hooks->n_prestart == 1 && strcmp(a->hooks->prestart[0]->path, cfg.hook_path) == 0,
+                           "a hook that is not ours");
+        }
+        nri__pkg__api__v1alpha1__create_container_response__free_unpacked(c, NULL);
+    }
+    ttrpc__response__free_unpacked(r, NULL);
+}
+
+static void handle(const uint8_t *req, size_t len)
+{
+    uint8_t *out = NULL;
+    size_t n = 0;
+    Ttrpc__Request *r = ttrpc__request__unpack(NULL, len, req);
+    char method[32] = "";
+
+    if (r && r->method)
+        snprintf(method, sizeof(method), "%s", r->method);
+    if (r)
+        ttrpc__request__free_unpacked(r, NULL);
+    FUZZ_CHECK(rv_nri_handle(&plugin, req, len, &out, &n) == 0, "no answer");
+    check_answer(method, out, n);
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct rv_error err;
+
+    if (size < 2)
+        return 0;
+    if (data[0] & 1) {
+        Ttrpc__Request req = TTRPC__REQUEST__INIT;
+        req.service = (char *)RV_NRI_SERVICE_PLUGIN;
+        req.method = (char *)"CreateContainer";
+        req.payload.data = (uint8_t *)data + 1;
+        req.payload.len = size - 1;
+        size_t n = ttrpc__request__get_packed_size(&req);
+        uint8_t *buf = malloc(n);
+        FUZZ_CHECK(buf, "malloc");
+        ttrpc__request__pack(&req, buf);
+        handle(buf, n);
+        free(buf);
+        return 0;
+    }
+    struct rv_mux_in in = { 0 };
+    size_t step = 1 + data[1] % 64;
+    for (size_t at = 2; at < size; at += step) {
+        size_t n = size - at < step ? size - at : step;
+        if (rv_mux_feed(&in, data + at, n, &err) < 0)
+            break;
+        struct rv_ttrpc_msg m;
+        int r;
+        while ((r = rv_ttrpc_next(&in, RV_MUX_PLUGIN, &m, &err)) == 1) {
+            FUZZ_CHECK(m.len <= RV_TTRPC_MAX, "a message of %u bytes", m.len);
+            if (m.type == RV_TTRPC_REQUEST)
+                handle(m.data, m.len);
+        }
+        if (r < 0)
+            break;
+        while ((r = rv_ttrpc_next(&in, RV_MUX_RUNTIME, &m, &err)) == 1)
+            (void)rv_nri_register_result(m.data, m.len, &err);
+        if (r < 0)
+            break;
+    }
+    rv_mux_in_free(&in);
+    return 0;
+}

@@ -1,0 +1,654 @@
+/* test_nri.c - the NRI plugin: ttrpc framing and NRI's multiplexer, the
+ * runtime's calls in and the answers out (fixtures encoded with the
+ * generated messages), malformed input, and one connection to a fake
+ * runtime on a Unix socket (register, configure, create, reconnect). */
+#define _GNU_SOURCE
+#include "unit.h"
+#include "nri/nri_msg.h"
+#include "resview/log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmp[] = "/tmp/rv-nri-XXXXXX";
+static struct rv_config cfg;
+static struct rv_host host;
+
+static void put_file(const char *rel, const char *text)
+{
+    char path[512], dir[512];
+    snprintf(path, sizeof(path), "%s/%s", tmp, rel);
+    snprintf(dir, sizeof(dir), "%s", path);
+    *strrchr(dir, '/') = '\0';
+    struct rv_error e;
+    rv_mkdir_p(dir, 0755, &e);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* ---- the wire ---- */
+
+static void test_wire(void)
+{
+    struct rv_bytes out = { 0 };
+    struct rv_mux_in in = { 0 };
+    struct rv_ttrpc_msg m;
+    struct rv_error err;
+    const uint8_t a[] = "hello", b[] = "runtime";
+
+    ok(rv_mux_put(&out, 1, 3, RV_TTRPC_REQUEST, 1, a, 5, &err) == 0 &&
+       rv_mux_put(&out, 2, 1, RV_TTRPC_RESPONSE, 0, b, 7, &err) == 0 &&
+       out.len == 2 * (RV_MUX_HDR + RV_TTRPC_HDR) + 12, "two messages framed (%zu bytes)", out.len);
+    /* mux header: conn 1, length 15; ttrpc header: length 5, stream 3, type 1, flags 1 */
+    const uint8_t hdr[] = { 0, 0, 0, 1, 0, 0, 0, 15, 0, 0, 0, 5, 0, 0, 0, 3, 1, 1 };
+    ok(memcmp(out.p, hdr, sizeof(hdr)) == 0, "the headers are big endian: conn, length; length, stream, type, flags");
+    /* one byte at a time */
+    int got = 0;
+    for (size_t i = 0; i < out.len; i++) {
+        if (rv_mux_feed(&in, out.p + i, 1, &err) < 0)
+            break;
+        if (rv_ttrpc_next(&in, 1, &m, &err) == 1 && m.len == 5 && m.stream == 3 &&
+            m.type == RV_TTRPC_REQUEST && m.flags == 1 && memcmp(m.data, a, 5) == 0)
+            got |= 1;
+        if (rv_ttrpc_next(&in, 2, &m, &err) == 1 && m.len == 7 && m.stream == 1 &&
+            m.type == RV_TTRPC_RESPONSE && memcmp(m.data, b, 7) == 0)
+            got |= 2;
+    }
+    ok(got == 3, "fed a byte at a time, each message comes out once, on its connection");
+    ok(rv_ttrpc_next(&in, 1, &m, &err) == 0 && rv_ttrpc_next(&in, 2, &m, &err) == 0, "and nothing more");
+    rv_mux_in_free(&in);
+
+    /* all at once, twice over */
+    struct rv_bytes two = { 0 };
+    rv_mux_put(&two, 1, 5, RV_TTRPC_REQUEST, 0, a, 5, &err);
+    rv_mux_put(&two, 1, 7, RV_TTRPC_REQUEST, 0, b, 7, &err);
+    ok(rv_mux_feed(&in, two.p, two.len, &err) == 0 && rv_ttrpc_next(&in, 1, &m, &err) == 1 && m.stream == 5 &&
+       rv_ttrpc_next(&in, 1, &m, &err) == 1 && m.stream == 7 && m.len == 7 &&
+       rv_ttrpc_next(&in, 1, &m, &err) == 0, "two messages in one read");
+    rv_mux_in_free(&in);
+    rv_bytes_free(&two);
+
+    /* one ttrpc message cut over two frames (the multiplexer may) */
+    uint8_t cut[] = { 0, 0, 0, 1, 0, 0, 0, 6, 0, 0, 0, 2, 0, 0,
+                      0, 0, 0, 1, 0, 0, 0, 6, 0, 9, 1, 0, 'o', 'k' };
+    ok(rv_mux_feed(&in, cut, sizeof(cut), &err) == 0 && rv_ttrpc_next(&in, 1, &m, &err) == 1 &&
+       m.stream == 9 && m.len == 2 && memcmp(m.data, "ok", 2) == 0, "a message over two frames");
+    rv_mux_in_free(&in);
+
+    /* connections nobody opened: dropped, as NRI's multiplexer does */
+    uint8_t other[] = { 0, 0, 0, 7, 0, 0, 0, 3, 'a', 'b', 'c' };
+    ok(rv_mux_feed(&in, other, sizeof(other), &err) == 0 && in.dropped == 3 &&
+       rv_ttrpc_next(&in, 1, &m, &err) == 0, "a frame for connection 7 is dropped");
+    rv_mux_in_free(&in);
+
+    uint8_t zero[] = { 0, 0, 0, 0, 0, 0, 0, 1, 'x' };
+    ok(rv_mux_feed(&in, zero, sizeof(zero), &err) < 0 && strstr(err.msg, "connection 0"),
+       "connection 0 is refused: %s", err.msg);
+    rv_mux_in_free(&in);
+    uint8_t huge[] = { 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff };
+    ok(rv_mux_feed(&in, huge, sizeof(huge), &err) < 0 && strstr(err.msg, "bytes"),
+       "a frame beyond the multiplexer's limit is refused: %s", err.msg);
+    rv_mux_in_free(&in);
+    uint8_t bigmsg[] = { 0, 0, 0, 1, 0, 0, 0, 10, 0x7f, 0, 0, 0, 0, 0, 0, 1, 1, 0 };
+    ok(rv_mux_feed(&in, bigmsg, sizeof(bigmsg), &err) == 0 && rv_ttrpc_next(&in, 1, &m, &err) < 0 &&
+       strstr(err.msg, "ttrpc"), "a ttrpc length beyond 4 MiB breaks the stream: %s", err.msg);
+    rv_mux_in_free(&in);
+    ok(rv_mux_put(&out, 1, 1, 1, 0, NULL, RV_TTRPC_MAX + 1, &err) < 0, "a message beyond 4 MiB is not sent");
+    rv_bytes_free(&out);
+
+    /* a message of the largest size spans one frame, header included */
+    size_t big = RV_TTRPC_MAX;
+    uint8_t *payload = calloc(1, big);
+    ok(payload && rv_mux_put(&out, 2, 1, 1, 0, payload, big, &err) == 0 &&
+       out.len == RV_MUX_HDR + RV_TTRPC_HDR + big, "4 MiB: one frame");
+    ok(rv_mux_feed(&in, out.p, out.len, &err) == 0 && rv_ttrpc_next(&in, 2, &m, &err) == 1 && m.len == big,
+       "and read back whole");
+    free(payload);
+    rv_bytes_free(&out);
+    rv_mux_in_free(&in);
+}
+
+/* ---- the calls ---- */
+
+static uint8_t *call(const char *service, const char *method, const ProtobufCMessage *msg, size_t *len)
+{
+    Ttrpc__Request req = TTRPC__REQUEST__INIT;
+    uint8_t payload[16384];
+    req.service = (char *)service;
+    req.method = (char *)method;
+    req.payload.data = payload;
+    req.payload.len = msg ? protobuf_c_message_pack(msg, payload) : 0;
+    *len = ttrpc__request__get_packed_size(&req);
+    uint8_t *out = malloc(*len);
+    ttrpc__request__pack(&req, out);
+    return out;
+}
+
+/* The answer's status code (-1: no Response), and its payload unpacked as
+ * a CreateContainerResponse when resp is given. */
+static int answer_of(struct rv_nri_plugin *p, uint8_t *req, size_t len, nri_create_resp **resp,
+                     ProtobufCBinaryData *payload_copy)
+{
+    uint8_t *out = NULL;
+    size_t n = 0;
+    int code = -1;
+    if (rv_nri_handle(p, req, len, &out, &n) == 0) {
+        Ttrpc__Response *r = ttrpc__response__unpack(NULL, n, out);
+        if (r) {
+            code = r->status ? r->status->code : 0;
+            if (resp)
+                *resp = nri__pkg__api__v1alpha1__create_container_response__unpack(NULL, r->payload.len,
+                                                                                    r->payload.data);
+            if (payload_copy) {
+                payload_copy->len = r->payload.len;
+                payload_copy->data = malloc(r->payload.len + 1);
+                if (r->payload.len)
+                    memcpy(payload_copy->data, r->payload.data, r->payload.len);
+            }
+            ttrpc__response__free_unpacked(r, NULL);
+        }
+    }
+    free(out);
+    free(req);
+    return code;
+}
+
+static const char *env_of(const nri_create_resp *r, const char *key)
+{
+    for (size_t i = 0; r && r->adjust && i < r->adjust->n_env; i++)
+        if (strcmp(r->adjust->env[i]->key, key) == 0)
+            return r->adjust->env[i]->value;
+    return NULL;
+}
+
+struct fixture {
+    nri_pod pod;
+    Nri__Pkg__Api__V1alpha1__LinuxPodSandbox podlin;
+    nri_container c;
+    Nri__Pkg__Api__V1alpha1__LinuxContainer lin;
+    Nri__Pkg__Api__V1alpha1__LinuxResources res;
+    Nri__Pkg__Api__V1alpha1__LinuxCPU cpu;
+    Nri__Pkg__Api__V1alpha1__LinuxMemory mem;
+    Nri__Pkg__Api__V1alpha1__OptionalInt64 quota, limit;
+    Nri__Pkg__Api__V1alpha1__OptionalUInt64 period;
+    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ann[2], *annp[2];
+    Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pann[2], *pannp[2];
+    char *env[4];
+    nri_create_req req;
+};
+
+/* A Kubernetes container of a burstable pod under systemd: 3 CPUs and
+ * 2 GiB of its own, the pod's slice 2 CPUs and 1 GiB. */
+static void fixture(struct fixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&f->pod);
+    nri__pkg__api__v1alpha1__linux_pod_sandbox__init(&f->podlin);
+    nri__pkg__api__v1alpha1__container__init(&f->c);
+    nri__pkg__api__v1alpha1__linux_container__init(&f->lin);
+    nri__pkg__api__v1alpha1__linux_resources__init(&f->res);
+    nri__pkg__api__v1alpha1__linux_cpu__init(&f->cpu);
+    nri__pkg__api__v1alpha1__linux_memory__init(&f->mem);
+    nri__pkg__api__v1alpha1__optional_int64__init(&f->quota);
+    nri__pkg__api__v1alpha1__optional_int64__init(&f->limit);
+    nri__pkg__api__v1alpha1__optional_uint64__init(&f->period);
+    nri__pkg__api__v1alpha1__create_container_request__init(&f->req);
+    f->pod.id = "pod1";
+    f->pod.linux = &f->podlin;
+    f->podlin.cgroup_parent = "kubepods-burstable-podabc.slice";
+    f->c.id = "c0ffee";
+    f->c.linux = &f->lin;
+    f->lin.cgroups_path = "kubepods-burstable-podabc.slice:cri-containerd:c0ffee";
+    f->lin.resources = &f->res;
+    f->res.cpu = &f->cpu;
+    f->res.memory = &f->mem;
+    f->cpu.quota = &f->quota;
+    f->cpu.period = &f->period;
+    f->quota.value = 300000;
+    f->period.value = 100000;
+    f->mem.limit = &f->limit;
+    f->limit.value = 2LL << 30;
+    f->env[0] = "PATH=/usr/bin";
+    f->env[1] = "OMP_NUM_THREADS=5";
+    f->c.env = f->env;
+    f->c.n_env = 2;
+    f->req.pod = &f->pod;
+    f->req.container = &f->c;
+}
+
+static void annotate(struct fixture *f, const char *k, const char *v)
+{
+    size_t i = f->c.n_annotations++;
+    nri__pkg__api__v1alpha1__container__annotations_entry__init(&f->ann[i]);
+    f->ann[i].key = (char *)k;
+    f->ann[i].value = (char *)v;
+    f->annp[i] = &f->ann[i];
+    f->c.annotations = f->annp;
+}
+
+static void annotate_pod(struct fixture *f, const char *k, const char *v)
+{
+    size_t i = f->pod.n_annotations++;
+    nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&f->pann[i]);
+    f->pann[i].key = (char *)k;
+    f->pann[i].value = (char *)v;
+    f->pannp[i] = &f->pann[i];
+    f->pod.annotations = f->pannp;
+}
+
+static int create(struct rv_nri_plugin *p, struct fixture *f, nri_create_resp **r)
+{
+    size_t len;
+    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, "CreateContainer", &f->req.base, &len);
+    *r = NULL;
+    return answer_of(p, req, len, r, NULL);
+}
+
+static void test_calls(void)
+{
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+    nri_create_resp *r = NULL;
+    struct fixture f;
+    size_t len;
+    uint8_t *req;
+
+    /* Configure: the event mask asks for CreateContainer only */
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    ProtobufCBinaryData pl = { 0 };
+    conf.runtime_name = "containerd";
+    conf.runtime_version = "v2.1.4";
+    conf.request_timeout = 2000;
+    req = call(RV_NRI_SERVICE_PLUGIN, "Configure", &conf.base, &len);
+    ok(answer_of(&p, req, len, NULL, &pl) == 0, "Configure: answered");
+    Nri__Pkg__Api__V1alpha1__ConfigureResponse *cr =
+        nri__pkg__api__v1alpha1__configure_response__unpack(NULL, pl.len, pl.data);
+    ok(cr && cr->events == 1 << 3, "Configure: events = CreateContainer's bit (%d)", cr ? cr->events : -1);
+    ok(p.configured && p.request_timeout_ms == 2000 && strcmp(p.runtime, "containerd v2.1.4") == 0,
+       "Configure: the runtime and its timeout are kept (%s)", p.runtime);
+    if (cr)
+        nri__pkg__api__v1alpha1__configure_response__free_unpacked(cr, NULL);
+    free(pl.data);
+
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    sync.more = 1;
+    req = call(RV_NRI_SERVICE_PLUGIN, "Synchronize", &sync.base, &len);
+    ok(answer_of(&p, req, len, NULL, &pl) == 0, "Synchronize: answered");
+    Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr =
+        nri__pkg__api__v1alpha1__synchronize_response__unpack(NULL, pl.len, pl.data);
+    ok(sr && sr->more && sr->n_update == 0, "Synchronize: no update, 'more' acknowledged");
+    if (sr)
+        nri__pkg__api__v1alpha1__synchronize_response__free_unpacked(sr, NULL);
+    free(pl.data);
+
+    /* CreateContainer: the shim's variables and hook */
+    fixture(&f);
+    ok(create(&p, &f, &r) == 0 && r && r->adjust, "CreateContainer: an adjustment");
+    ok_str(env_of(r, "GOMAXPROCS"), "2", "GOMAXPROCS: the pod's 2 CPUs (its slice), not the container's 3");
+    ok_str(env_of(r, "SLURM_CPUS_PER_TASK"), "2", "SLURM_CPUS_PER_TASK too");
+    ok_str(env_of(r, "SLURM_MEM_PER_NODE"), "1024", "SLURM_MEM_PER_NODE: the pod's 1 GiB");
+    ok(env_of(r, "OMP_NUM_THREADS") == NULL, "OMP_NUM_THREADS: the container's own 5 is kept (not in the adjustment)");
+    ok(env_of(r, "SLURM_GPUS_ON_NODE") == NULL, "no GPU variables without GPUs");
+    ok(r && r->adjust && r->adjust->hooks && r->adjust->hooks->n_prestart == 1 &&
+       strcmp(r->adjust->hooks->prestart[0]->path, cfg.hook_path) == 0 &&
+       r->adjust->hooks->prestart[0]->n_args >= 1 &&
+       strcmp(r->adjust->hooks->prestart[0]->args[0], "resview-hook") == 0 &&
+       r->adjust->hooks->prestart[0]->timeout && r->adjust->hooks->prestart[0]->timeout->value == 10,
+       "the views' hook: prestart, resview-hook, timeout 10, as the shim writes it");
+    ok(r && r->adjust && r->adjust->n_mounts == 0 && !r->adjust->linux, "nothing else is adjusted");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* the same from cgroupfs paths and a container of its own limit only */
+    fixture(&f);
+    f.lin.cgroups_path = "/kubepods/burstable/podabc/c0ffee";
+    f.quota.value = 150000;
+    f.c.n_env = 1;
+    ok(create(&p, &f, &r) == 0, "CreateContainer (cgroupfs path)");
+    ok_str(env_of(r, "GOMAXPROCS"), "2", "GOMAXPROCS: 1.5 CPUs rounded up (env.rounding ceil)");
+    ok_str(env_of(r, "OMP_NUM_THREADS"), "2", "OMP_NUM_THREADS: the container sets none, so it gets one");
+    ok_str(env_of(r, "SLURM_MEM_PER_NODE"), "2048", "SLURM_MEM_PER_NODE: its own 2 GiB (no pod limit there)");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* no cgroupsPath: from the pod's cgroup parent */
+    fixture(&f);
+    f.lin.cgroups_path = "";
+    f.mem.limit = NULL;
+    ok(create(&p, &f, &r) == 0, "CreateContainer without a cgroupsPath");
+    ok_str(env_of(r, "SLURM_MEM_PER_NODE"), "1024", "the pod's cgroup parent counts: its 1 GiB");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* the opt-outs */
+    fixture(&f);
+    annotate(&f, "resview.io/env", "false");
+    ok(create(&p, &f, &r) == 0 && r->adjust && r->adjust->n_env == 0 && r->adjust->hooks,
+       "resview.io/env=false: no variables, the views stay");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    annotate(&f, "resview.io/lxcfs", "false");
+    ok(create(&p, &f, &r) == 0 && r->adjust && !r->adjust->hooks && env_of(r, "GOMAXPROCS"),
+       "resview.io/lxcfs=false: no hook, the variables stay");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    annotate_pod(&f, "resview.io/lxcfs", "false");
+    annotate_pod(&f, "other.io/lxcfs", "maybe");
+    ok(create(&p, &f, &r) == 0 && r->adjust && !r->adjust->hooks, "the pod's resview.io/lxcfs=false counts");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    annotate_pod(&f, "resview.io/lxcfs", "false");
+    annotate(&f, "resview.io/lxcfs", "true");
+    ok(create(&p, &f, &r) == 0 && r->adjust && r->adjust->hooks, "the container's own request wins over its pod's");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    f.env[1] = "RESVIEW_ENV=0";
+    ok(create(&p, &f, &r) == 0 && r->adjust && r->adjust->n_env == 0, "RESVIEW_ENV=0 in the image: no variables");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    annotate(&f, "resview.io/gomaxprocs", "false");
+    ok(create(&p, &f, &r) == 0 && !env_of(r, "GOMAXPROCS") && env_of(r, "SLURM_CPUS_PER_TASK"),
+       "resview.io/gomaxprocs=false: GOMAXPROCS left to Go");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    f.env[1] = "SLURM_JOB_ID=7";
+    ok(create(&p, &f, &r) == 0 && env_of(r, "GOMAXPROCS") && !env_of(r, "SLURM_CPUS_PER_TASK"),
+       "a real Slurm job (SLURM_JOB_ID): no SLURM_* added");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* an invalid request refuses the container, as the shim does */
+    fixture(&f);
+    annotate(&f, "resview.io/env", "maybe");
+    ok(create(&p, &f, &r) == 3, "resview.io/env=maybe: refused with INVALID_ARGUMENT");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* FUSE: said once, the rest served */
+    fixture(&f);
+    annotate(&f, "resview.io/fuse", "true");
+    ok(create(&p, &f, &r) == 0 && env_of(r, "GOMAXPROCS") && r->adjust->hooks && r->adjust->n_mounts == 0 &&
+       !r->adjust->linux && p.fuse_said, "resview.io/fuse=true: no FUSE, the views and variables served");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* the hook cannot be run here: no hook, variables all the same */
+    fixture(&f);
+    p.hook_missing = true;
+    ok(create(&p, &f, &r) == 0 && r->adjust && !r->adjust->hooks && env_of(r, "GOMAXPROCS"),
+       "hook.path not executable: no hook entry, the variables");
+    p.hook_missing = false;
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* hook.stage createRuntime */
+    fixture(&f);
+    strcpy(cfg.hook_stage, "createRuntime");
+    ok(create(&p, &f, &r) == 0 && r->adjust->hooks && r->adjust->hooks->n_create_runtime == 1 &&
+       r->adjust->hooks->n_prestart == 0, "hook.stage createRuntime: the hook goes there");
+    strcpy(cfg.hook_stage, "prestart");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* malformed: the container is created unchanged */
+    uint8_t junk[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3 };
+    Ttrpc__Request raw = TTRPC__REQUEST__INIT;
+    raw.service = RV_NRI_SERVICE_PLUGIN;
+    raw.method = "CreateContainer";
+    raw.payload.data = junk;
+    raw.payload.len = sizeof(junk);
+    len = ttrpc__request__get_packed_size(&raw);
+    req = malloc(len);
+    ttrpc__request__pack(&raw, req);
+    unsigned long failed = p.failed;
+    ok(answer_of(&p, req, len, &r, NULL) == 0 && r && !r->adjust && p.failed == failed + 1,
+       "CreateContainer with a broken payload: OK, no adjustment, counted");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    nri_create_req none = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_REQUEST__INIT;
+    req = call(RV_NRI_SERVICE_PLUGIN, "CreateContainer", &none.base, &len);
+    ok(answer_of(&p, req, len, &r, NULL) == 0 && r && !r->adjust, "CreateContainer without a container: unchanged");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    req = malloc(sizeof(junk));
+    memcpy(req, junk, sizeof(junk));
+    ok(answer_of(&p, req, sizeof(junk), NULL, NULL) == 3, "an envelope that is no Request: INVALID_ARGUMENT");
+    req = call("nri.pkg.api.v1alpha1.Other", "CreateContainer", NULL, &len);
+    ok(answer_of(&p, req, len, NULL, NULL) == 12, "another service: UNIMPLEMENTED");
+    req = call(RV_NRI_SERVICE_PLUGIN, "StateChange", NULL, &len);
+    ok(answer_of(&p, req, len, NULL, &pl) == 0 && pl.len == 0, "other methods: an empty answer");
+    free(pl.data);
+
+    /* RegisterPlugin */
+    uint8_t *reg;
+    struct rv_error err;
+    ok(rv_nri_register_request(&reg, &len, &err) == 0, "RegisterPlugin request");
+    Ttrpc__Request *rr = ttrpc__request__unpack(NULL, len, reg);
+    Nri__Pkg__Api__V1alpha1__RegisterPluginRequest *rp = rr ?
+        nri__pkg__api__v1alpha1__register_plugin_request__unpack(NULL, rr->payload.len, rr->payload.data) : NULL;
+    ok(rr && strcmp(rr->service, "nri.pkg.api.v1alpha1.Runtime") == 0 && strcmp(rr->method, "RegisterPlugin") == 0 &&
+       rp && strcmp(rp->plugin_name, "resview") == 0 && strcmp(rp->plugin_idx, RV_NRI_PLUGIN_IDX) == 0,
+       "RegisterPlugin: Runtime service, name resview, index %s", RV_NRI_PLUGIN_IDX);
+    if (rp)
+        nri__pkg__api__v1alpha1__register_plugin_request__free_unpacked(rp, NULL);
+    if (rr)
+        ttrpc__request__free_unpacked(rr, NULL);
+    free(reg);
+    Ttrpc__Response no = TTRPC__RESPONSE__INIT;
+    Ttrpc__Status st = TTRPC__STATUS__INIT;
+    uint8_t buf[256];
+    st.code = 6;
+    st.message = "plugin \"10-resview\" already registered";
+    no.status = &st;
+    len = ttrpc__response__pack(&no, buf);
+    ok(rv_nri_register_result(buf, len, &err) < 0 && strstr(err.msg, "already registered"),
+       "a refused registration says why: %s", err.msg);
+    no.status = NULL;
+    len = ttrpc__response__pack(&no, buf);
+    ok(rv_nri_register_result(buf, len, &err) == 0, "an answer without status is a yes");
+}
+
+/* ---- one connection to a fake runtime ---- */
+
+static int read_msg(int fd, struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *m)
+{
+    struct rv_error err;
+    uint8_t buf[4096];
+    for (;;) {
+        int r = rv_ttrpc_next(in, conn, m, &err);
+        if (r != 0)
+            return r;
+        struct timeval tv = { 5, 0 };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0 || rv_mux_feed(in, buf, (size_t)n, &err) < 0)
+            return -1;
+    }
+}
+
+static int accept_register(int lfd, struct rv_mux_in *in)
+{
+    struct rv_ttrpc_msg m;
+    struct rv_error err;
+    struct rv_bytes out = { 0 };
+    int fd = accept(lfd, NULL, NULL);
+    if (fd < 0)
+        return -1;
+    memset(in, 0, sizeof(*in));
+    if (read_msg(fd, in, RV_MUX_RUNTIME, &m) != 1 || m.type != RV_TTRPC_REQUEST) {
+        close(fd);
+        return -1;
+    }
+    Ttrpc__Request *r = ttrpc__request__unpack(NULL, m.len, m.data);
+    bool is_reg = r && strcmp(r->method, "RegisterPlugin") == 0;
+    uint32_t stream = m.stream;
+    if (r)
+        ttrpc__request__free_unpacked(r, NULL);
+    Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
+    uint8_t buf[64];
+    size_t n = ttrpc__response__pack(&resp, buf);
+    if (!is_reg || rv_mux_put(&out, RV_MUX_RUNTIME, stream, RV_TTRPC_RESPONSE, 0, buf, n, &err) < 0 ||
+        write(fd, out.p, out.len) != (ssize_t)out.len) {
+        close(fd);
+        fd = -1;
+    }
+    rv_bytes_free(&out);
+    return fd;
+}
+
+static int runtime_call(int fd, struct rv_mux_in *in, uint32_t stream, const char *method,
+                        const ProtobufCMessage *msg, Ttrpc__Response **resp)
+{
+    struct rv_bytes out = { 0 };
+    struct rv_ttrpc_msg m;
+    struct rv_error err;
+    size_t len;
+    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, method, msg, &len);
+    int r = rv_mux_put(&out, RV_MUX_PLUGIN, stream, RV_TTRPC_REQUEST, 1, req, len, &err);
+    free(req);
+    if (r < 0 || write(fd, out.p, out.len) != (ssize_t)out.len) {
+        rv_bytes_free(&out);
+        return -1;
+    }
+    rv_bytes_free(&out);
+    if (read_msg(fd, in, RV_MUX_PLUGIN, &m) != 1 || m.stream != stream || m.type != RV_TTRPC_RESPONSE)
+        return -1;
+    *resp = ttrpc__response__unpack(NULL, m.len, m.data);
+    return *resp ? 0 : -1;
+}
+
+static void test_socket(void)
+{
+    char sock[256];
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct rv_mux_in in;
+    Ttrpc__Response *resp = NULL;
+    struct fixture f;
+
+    snprintf(sock, sizeof(sock), "%s/nri.sock", tmp);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rv_error err;
+        /* the runtime is not there yet: the plugin waits for it */
+        alarm(30);
+        rv_nri_run(&cfg, sock, &err);
+        _exit(1);
+    }
+    usleep(300000);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "fake runtime listens (late)");
+    int fd = accept_register(lfd, &in);
+    ok(fd >= 0, "the plugin found the socket and registered on connection 2");
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    conf.request_timeout = 2000;
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && resp->status && resp->status->code == 0,
+       "Configure over the socket: answered on connection 1, stream 1");
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    fixture(&f);
+    ok(runtime_call(fd, &in, 3, "CreateContainer", &f.req.base, &resp) == 0, "CreateContainer over the socket");
+    nri_create_resp *cr = resp ? nri__pkg__api__v1alpha1__create_container_response__unpack(
+                                     NULL, resp->payload.len, resp->payload.data) : NULL;
+    ok_str(env_of(cr, "GOMAXPROCS"), "2", "GOMAXPROCS in the answer");
+    if (cr)
+        nri__pkg__api__v1alpha1__create_container_response__free_unpacked(cr, NULL);
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    /* the runtime restarts: the plugin comes back */
+    close(fd);
+    rv_mux_in_free(&in);
+    fd = accept_register(lfd, &in);
+    ok(fd >= 0, "after the runtime closed the connection, the plugin registers again");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "and is configured again");
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    /* garbage on the trunk: the plugin drops the connection and comes back */
+    uint8_t bad[] = { 0, 0, 0, 0, 0, 0, 0, 1, 'x' };
+    ok(write(fd, bad, sizeof(bad)) == sizeof(bad), "a frame for connection 0 sent");
+    close(fd);
+    rv_mux_in_free(&in);
+    fd = accept_register(lfd, &in);
+    ok(fd >= 0, "after a broken stream, the plugin registers again");
+    close(fd);
+    rv_mux_in_free(&in);
+    close(lfd);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* RESVIEW_NRI_SEEDS=DIR: write fuzz_nri's seeds (tests/fuzz/corpus/nri/)
+ * from these fixtures. */
+static void write_seed(const char *dir, const char *name, uint8_t mode, const uint8_t *p, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    fputc(mode, f);
+    if (mode == 0)
+        fputc(63, f);
+    fwrite(p, 1, n, f);
+    fclose(f);
+}
+
+static void seeds(const char *dir)
+{
+    struct fixture f;
+    struct rv_bytes out = { 0 };
+    struct rv_error err;
+    uint8_t buf[16384];
+    size_t len;
+
+    fixture(&f);
+    annotate(&f, "resview.io/gomaxprocs", "false");
+    annotate_pod(&f, "resview.io/lxcfs", "false");
+    write_seed(dir, "create-payload", 1, buf, protobuf_c_message_pack(&f.req.base, buf));
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    conf.runtime_name = "containerd";
+    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, "Configure", &conf.base, &len);
+    rv_mux_put(&out, RV_MUX_PLUGIN, 1, RV_TTRPC_REQUEST, 1, req, len, &err);
+    free(req);
+    fixture(&f);
+    req = call(RV_NRI_SERVICE_PLUGIN, "CreateContainer", &f.req.base, &len);
+    rv_mux_put(&out, RV_MUX_PLUGIN, 3, RV_TTRPC_REQUEST, 1, req, len, &err);
+    free(req);
+    Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
+    len = ttrpc__response__pack(&resp, buf);
+    rv_mux_put(&out, RV_MUX_RUNTIME, 1, RV_TTRPC_RESPONSE, 0, buf, len, &err);
+    write_seed(dir, "session", 0, out.p, out.len);
+    rv_bytes_free(&out);
+}
+
+int main(void)
+{
+    if (getenv("RESVIEW_NRI_SEEDS")) {
+        rv_config_defaults(&cfg);
+        seeds(getenv("RESVIEW_NRI_SEEDS"));
+        return 0;
+    }
+    if (!mkdtemp(tmp))
+        return 1;
+    rv_config_defaults(&cfg);
+    strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
+    strcpy(cfg.log_file, "/dev/null");
+    strcpy(cfg.hook_stage, "prestart");
+    rv_host_defaults(&host);
+    snprintf(host.cgroup_root, sizeof(host.cgroup_root), "%s/cg", tmp);
+    snprintf(host.cpu_online, sizeof(host.cpu_online), "%s/online", tmp);
+    put_file("online", "0-7\n");
+    put_file("cg/cgroup.controllers", "cpuset cpu memory\n");
+    put_file("cg/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podabc.slice/cpu.max", "200000 100000\n");
+    put_file("cg/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podabc.slice/memory.max", "1073741824\n");
+    put_file("cg/kubepods/burstable/podabc/cpu.max", "max 100000\n");
+    rv_log_init("nri", &cfg);
+
+    test_wire();
+    test_calls();
+    test_socket();
+
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+    if (system(cmd) != 0)
+        printf("# cannot remove %s\n", tmp);
+    return unit_done();
+}
