@@ -69,6 +69,10 @@ static: $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook
 # src/bin/alloc.c: their malloc, in front of musl's (see there why)
 $(BUILD)/static/%: $(MUSL)/obj/bin-%.o $(MUSL)/obj/bin-alloc.o $(MUSL)/libresview.a $(MUSL_LIBS) | $(BUILD)/static
 	musl-gcc -static -Wl,-z,relro,-z,now -Wl,--gc-sections -o $@ $^
+# kept: make 4.4 (Debian 13 and later) rebuilds a target whose intermediate
+# make 4.3 deleted, and the v2 guests run `make image` on the tree built here
+# without musl-tools (48-kubernetes)
+.SECONDARY: $(MUSL)/obj/bin-resview-runtime.o $(MUSL)/obj/bin-resview-hook.o $(MUSL)/obj/bin-alloc.o
 $(MUSL)/libresview.a: $(MUSL_OBJS)
 	rm -f $@ && ar rcs $@ $^
 $(MUSL)/obj/%.o: src/%.c $(HDRS) $(MUSL_LIBS) $(MUSL)/include/.done | $(MUSL)/obj
