@@ -20,7 +20,7 @@ export RESVIEW_V2_SUITE=$SUITE
 # the label of make check's guest stays "e2e-v2" (tests/run-all.sh's tally)
 label=e2e-v2; [ "$SUITE" = "$(cat tests/v2/suite)" ] || label=e2e-v2-$SUITE
 DIR=$TOP/build/v2/$SUITE
-RUN=$TOP/build/v2/run-$SUITE
+RUN=${RESVIEW_V2_RUN_DIR:-$TOP/build/v2/run-$SUITE}   # where the run copies the tree: two runs at once need two
 fail() { echo "not ok - v2 ($SUITE): $*"; echo "$label: 0 passed, 1 failed"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "must run as root"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (make deps installs tests/deps.d/v2.txt)"
@@ -72,14 +72,22 @@ mkdir -p "$RUN"
 {
     rt=${RUNTIME_BIN:-$ORIG/build/static/resview-runtime} hook=${HOOK_BIN:-$ORIG/build/static/resview-hook}
     echo "export RUNTIME_BIN=${rt/#$ORIG\//$TOP/} HOOK_BIN=${hook/#$ORIG\//$TOP/}"
+    # root's login PATH (Debian's /etc/profile), as the host's tests have: the
+    # service's own, from systemd 257 on merged /usr, has no /bin, and some
+    # tests run a busybox rootfs's /bin tools with nsenter (27)
+    echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [ -n "${VERBOSE:-}" ] && echo "export VERBOSE=1"
     printf 'tests/run-e2e.sh'; printf ' %q' "${scripts[@]}"; echo
 } >"$RUN/cmd"
+# /tmp stays on the root file system, as on Debian 12 and the host: Debian 13
+# mounts a tmpfs there (nosuid,nodev), and the tests keep their bundles in /tmp,
+# where nodev would stop their device nodes before the device cgroup does (30,
+# 52); nodes keep rootfs elsewhere (an engine's overlay mounts)
 start=$(date +%s)
 timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
     -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
     -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 systemd.mask=tmp.mount ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
     -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
     -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
     -nic none </dev/null >"$RUN/console.log" 2>&1
