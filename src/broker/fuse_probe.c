@@ -4,7 +4,10 @@
  * together with listenerPath), supportedFlags may have
  * SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (runc >= 1.2 with a kernel that has
  * it). Older crun has no `features`; its `--version` says "crun version X.Y"
- * and "+SECCOMP": listenerPath since 0.19, the flag since 1.6. Anything else
+ * and "+SECCOMP": listenerPath since 0.19, the flag since 1.6. crun's
+ * `features` (1.9 to 1.28 at least) has no supportedFlags at all, which the
+ * runtime-spec reads as "unknown", not "none": the flags then come from the
+ * version rule (crun's `--version`; any other runtime, none). Anything else
  * cannot be trusted to pass the fd, and a FUSE request is refused.
  *
  * A runtime's `features` costs an exec of it (~10 ms for runc): the answer is
@@ -84,17 +87,32 @@ static bool kernel_at_least(unsigned major, unsigned minor)
            (a > major || (a == major && b >= minor));
 }
 
-static void from_features(json_t *f, struct rv_fuse_runtime *rt)
+/* crun's version rule: listenerPath since 0.19, the flag since 1.6 (and a
+ * kernel >= 5.19). False when text is not crun's `--version`. */
+static bool crun_version(const char *text, unsigned *major, unsigned *minor, bool *notify,
+                         bool *wait_killable)
+{
+    if (!text || sscanf(text, "crun version %u.%u", major, minor) != 2)
+        return false;
+    *notify = *major > 0 || *minor >= 19;
+    *wait_killable = (*major > 1 || (*major == 1 && *minor >= 6)) && kernel_at_least(5, 19);
+    return true;
+}
+
+/* `features`; *flags_unknown: it has SCMP_ACT_NOTIFY but no supportedFlags. */
+static void from_features(json_t *f, struct rv_fuse_runtime *rt, bool *flags_unknown)
 {
     json_t *sc = rv_json_path(f, "linux.seccomp");
+    json_t *flags = json_object_get(sc, "supportedFlags");
 
+    *flags_unknown = false;
     if (!json_is_true(json_object_get(sc, "enabled"))) {
         snprintf(rt->why, sizeof(rt->why), "`features`: seccomp not enabled");
         return;
     }
     rt->notify = rv_json_array_has_string(json_object_get(sc, "actions"), "SCMP_ACT_NOTIFY");
-    rt->wait_killable = rt->notify && rv_json_array_has_string(json_object_get(sc, "supportedFlags"),
-                                                               RV_SECCOMP_FLAG_WAIT_KILLABLE);
+    rt->wait_killable = rt->notify && rv_json_array_has_string(flags, RV_SECCOMP_FLAG_WAIT_KILLABLE);
+    *flags_unknown = rt->notify && !json_is_array(flags);
     snprintf(rt->why, sizeof(rt->why), "`features`: %s%s",
              rt->notify ? "SCMP_ACT_NOTIFY" : "no SCMP_ACT_NOTIFY",
              rt->wait_killable ? ", " RV_SECCOMP_FLAG_WAIT_KILLABLE : "");
@@ -104,16 +122,15 @@ static void from_version(const char *text, struct rv_fuse_runtime *rt)
 {
     unsigned major, minor;
 
-    if (sscanf(text, "crun version %u.%u", &major, &minor) != 2) {
+    if (!crun_version(text, &major, &minor, &rt->notify, &rt->wait_killable)) {
         snprintf(rt->why, sizeof(rt->why), "no `features` and not crun's `--version`");
         return;
     }
     if (!strstr(text, "+SECCOMP")) {
+        rt->notify = rt->wait_killable = false;
         snprintf(rt->why, sizeof(rt->why), "crun %u.%u built without seccomp", major, minor);
         return;
     }
-    rt->notify = major > 0 || minor >= 19;
-    rt->wait_killable = (major > 1 || (major == 1 && minor >= 6)) && kernel_at_least(5, 19);
     snprintf(rt->why, sizeof(rt->why), "crun %u.%u%s", major, minor,
              !rt->notify ? ": no listenerPath before 0.19" : "");
 }
@@ -123,10 +140,24 @@ static void ask(const char *next, struct rv_fuse_runtime *rt)
     cleanup_free char *out = NULL;
     cleanup_json json_t *f = NULL;
     struct rv_error e;
+    bool flags_unknown;
 
     if (run_capture(next, "features", &out) == 0 &&
         rv_json_parse(out, strlen(out), "features", &f, &e) == 0 && json_is_object(f)) {
-        from_features(f, rt);
+        from_features(f, rt, &flags_unknown);
+        free(move_ptr(out));
+        if (flags_unknown) {
+            /* no supportedFlags: unknown, so crun's version rule; any other
+             * runtime (runc 1.1 lists none and has none), no flag */
+            unsigned major, minor;
+            bool notify;
+            if (run_capture(next, "--version", &out) == 0 &&
+                crun_version(out, &major, &minor, &notify, &rt->wait_killable))
+                snprintf(rt->why, sizeof(rt->why), "`features`: SCMP_ACT_NOTIFY, no supportedFlags; crun %u.%u%s",
+                         major, minor, rt->wait_killable ? ": " RV_SECCOMP_FLAG_WAIT_KILLABLE : "");
+            else
+                snprintf(rt->why, sizeof(rt->why), "`features`: SCMP_ACT_NOTIFY, no supportedFlags");
+        }
         return;
     }
     free(move_ptr(out));

@@ -11,6 +11,7 @@ source "$(dirname "$0")/../lib/common.sh"
 export LXCFS_DIR=$T/lxcfs
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
 t_cleanup "lxcfs_stop $LXCFS_DIR"
+NV=$(lxcfs_views "$LXCFS_DIR")   # LXCFS 5: nine; 6 and 7 add /proc/pressure/*
 
 # hook.path: garble config.json (the bundle from the state on stdin), then the
 # real hook with the arguments runc gave (or without the handover: strip=1).
@@ -38,7 +39,7 @@ for rt in runc crun; do
     t_eq "$rt: the hook got root.path from the shim, joined to the bundle" "$(cat "$T/hook-args")" "--rootfs=$T/b-$rt/rootfs"
     t_contains "$rt: config.json was garbled before the hook ran" "$(cat "$T/b-$rt/config.json")" "{ garbage"
     t_contains "$rt: views mounted without reading config.json: MemTotal is the limit" "$out" "MemTotal:         524288 kB"
-    t_contains "$rt: nine views" "$out" $'\n9'
+    t_line "$rt: every view ($NV)" "$out" "$NV"
 done
 
 # The control: the same start without the handover needs config.json.

@@ -95,7 +95,14 @@ for rt in runc crun; do
     t_ok "$rt fuse: the broker left with the container and removed its socket" test ! -e "$lp"
     t_eq "$rt fuse: no apparmorProfile" "$(jq -r '.process.apparmorProfile // "none"' "$b/config.json")" "none"
     case $rt in
-    runc) t_eq "runc 1.1 (no seccomp flags in its features): no flags added" "$(jq -c '.linux.seccomp.flags' "$b/config.json")" "null" ;;
+    runc) # runc 1.1 lists no seccomp flags in its features (none added); runc >= 1.2 lists
+          # SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV where the kernel has it (added)
+          if runc features | jq -e '.linux.seccomp.supportedFlags // [] | index("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV")' >/dev/null; then
+              t_eq "runc >= 1.2 (the flag in its features): SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV added" \
+                  "$(jq -c '.linux.seccomp.flags' "$b/config.json")" '["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]'
+          else
+              t_eq "runc 1.1 (no seccomp flags in its features): no flags added" "$(jq -c '.linux.seccomp.flags' "$b/config.json")" "null"
+          fi ;;
     crun) t_eq "crun >= 1.6: SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV added" \
               "$(jq -c '.linux.seccomp.flags' "$b/config.json")" '["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]' ;;
     esac

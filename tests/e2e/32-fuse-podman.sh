@@ -77,10 +77,12 @@ done
 t_contains "podman: the shim edited podman's profile (log)" \
     "$(cat "$T/resview.log" 2>/dev/null)" "mount calls to the broker (engine profile)"
 
-# Two more clients: rclone mount, and s3fs against an S3 server on loopback (host network).
+# Two more clients: rclone mount, and s3fs against an S3 server on loopback
+# (host network); --cap-add MKNOD as CAP_ENGINE was taken with (podman 4.3
+# gives MKNOD by default, podman 5 no longer)
 for c in rclone s3fs; do
     out=$(pm run --rm --network host --cgroup-parent "$ENGINE_CG_PARENT" --runtime "$T/rv-runtime" \
-        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --annotation resview.io/fuse=true \
+        --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --cap-add MKNOD --annotation resview.io/fuse=true \
         localhost/rvtest:fuse /bin/sh -c "$(client_script "$c" "/mnt/$c")" 2>&1)
     check_client "podman --annotation, $c" "$c" "$out"
 done

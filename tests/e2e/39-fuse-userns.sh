@@ -206,7 +206,10 @@ for rt in runc crun; do
 done
 wait $heal_pids
 
-# 6. podman --userns=auto through resview (ids from the "containers" entries)
+# 6. podman --userns=auto through resview (ids from the "containers" entries;
+#    podman 5.8 reads them through libsubid, which needs that user to exist)
+id containers >/dev/null 2>&1 ||
+    { useradd --system --no-create-home --shell /usr/sbin/nologin containers && t_cleanup "userdel containers"; }
 for f in /etc/subuid /etc/subgid; do
     [ -e "$f" ] || { touch "$f"; t_cleanup "rm -f $f"; }
     grep -q '^containers:' "$f" || { echo "containers:300000:1000000" >>"$f"; t_cleanup "sed -i '/^containers:300000:1000000\$/d' $f"; }

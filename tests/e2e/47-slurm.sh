@@ -127,7 +127,11 @@ scope=$(sed -n 's|^0::.*/\([^/]*slurmstepd\.scope\)/job_.*|\1|p' <<<"$out")
 t_contains "srun -c1 --mem=512M: GOMAXPROCS=1 (the job's cpuset)" "$out" "GOMAXPROCS=1"
 t_contains "... OMP_NUM_THREADS=1" "$out" "OMP_NUM_THREADS=1"
 t_eq "... Slurm's own SLURM_CPUS_PER_TASK, once" "$(grep '^SLURM_CPUS_PER_TASK=' <<<"$out")" "SLURM_CPUS_PER_TASK=1"
-t_eq "... no SLURM_MEM_PER_NODE added inside a real job (srun sets none)" "$(grep -c '^SLURM_MEM_PER_NODE=' <<<"$out")" "0"
+# Slurm 22.05's srun sets no SLURM_MEM_PER_NODE, 24.11 and later set their own:
+# the same job without a container says which
+own=$(timeout 120 srun -N1 -n1 -c1 --mem=512M -w "$NODE" /usr/bin/env 2>&1 | grep '^SLURM_MEM_PER_NODE=')
+t_eq "... no SLURM_MEM_PER_NODE added inside a real job (only srun's own: ${own:-none})" \
+    "$(grep '^SLURM_MEM_PER_NODE=' <<<"$out")" "$own"
 t_contains "... the memory limit, seen through LXCFS" "$out" "MemTotal:         524288 kB"
 t_contains "... and found by resview-runtime in the job's memory cgroup" "$(cat "$T/resview.log")" "mem_mib=512"
 

@@ -69,6 +69,10 @@ fuse_rootfs() {
     mkdir -p "$d/src" "$d/mnt/fuse" "$d/mnt/tmp"
     echo "hello through fuse" >"$d/src/hello"
     copy_bin "$d" /usr/bin/bindfs /usr/bin/fusermount3
+    # fusermount3 >= 3.17 (Debian 13) runs /bin/umount --no-canonicalize -i
+    # --fake after an unmount as root (util-linux's options; busybox's umount
+    # refuses them): an image with fusermount3 has util-linux's umount
+    rm -f "$d/bin/umount" && copy_bin "$d" /bin/umount
     ln -sf /proc/self/mounts "$d/etc/mtab"
     cp "$T/fuse-probe" "$d/bin/fuse-probe"
 }

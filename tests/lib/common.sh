@@ -2,7 +2,7 @@
 #
 #   t_ok NAME CMD...        run CMD; "ok - NAME" or "not ok - NAME"
 #   t_eq NAME GOT WANT      compare strings
-#   t_contains NAME HAY NEEDLE
+#   t_contains NAME HAY NEEDLE   (one line; t_line NAME TEXT LINE: a whole line)
 #   rv_rootfs DIR           busybox-static rootfs (+ /proc /sys /dev /tmp)
 #   rv_bundle DIR [JQ]      bundle with rootfs and config.json from `runc spec`,
 #                           edited by the jq filter (non-interactive by default)
@@ -10,6 +10,7 @@
 #   run_shim ROOT ID BUNDLE RUNTIME  run a container through resview-runtime,
 #                           next runtime runc or crun; prints the container's output
 #   lxcfs_start DIR / lxcfs_stop   a private LXCFS on DIR (-l --enable-cfs)
+#   lxcfs_views DIR [proc]  how many views the hook mounts from that LXCFS
 # Everything lives under $T (a fresh temp dir removed at exit).
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -96,14 +97,23 @@ t_eq() {
     if [ "$2" == "$3" ]; then echo "ok $T_N - $1"
     else echo "not ok $T_N - $1"; echo "#   got:  $(printf %q "$2")"; echo "#   want: $(printf %q "$3")"; fi
 }
+# (a needle with a newline is refused: grep -F would take each of its lines as
+# a pattern of its own, an empty one matching anything; t_line checks a line)
 t_contains() {
     T_N=$((T_N + 1))
-    if grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
+    if [[ $3 == *$'\n'* ]]; then echo "not ok $T_N - $1"; echo "#   t_contains: the needle has a newline (t_line?)"
+    elif grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
     else echo "not ok $T_N - $1"; echo "#   missing: $3"; echo "$2" | head -20 | sed 's/^/#   in: /'; fi
+}
+t_line() { # NAME TEXT LINE: TEXT has a line that is exactly LINE
+    T_N=$((T_N + 1))
+    if grep -qxF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
+    else echo "not ok $T_N - $1"; echo "#   no line: $3"; echo "$2" | head -20 | sed 's/^/#   in: /'; fi
 }
 t_not_contains() {
     T_N=$((T_N + 1))
-    if ! grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
+    if [[ $3 == *$'\n'* ]]; then echo "not ok $T_N - $1"; echo "#   t_not_contains: the needle has a newline"
+    elif ! grep -qF -- "$3" <<<"$2"; then echo "ok $T_N - $1"
     else echo "not ok $T_N - $1"; echo "#   unexpected: $3"; fi
 }
 
@@ -169,6 +179,20 @@ lxcfs_start() {
     done
     echo "lxcfs did not come up on $dir" >&2; cat "$T/lxcfs.out" >&2
     return 1
+}
+# lxcfs_views DIR [proc]: how many views the hook mounts from the LXCFS on DIR:
+# the candidates of src/lxcfs/lxcfs.c it serves whose target this kernel has
+# (LXCFS 5: nine; LXCFS 6 and 7 add /proc/pressure/{cpu,io,memory} where PSI
+# is on); "proc": the /proc ones only
+LXCFS_CANDIDATES="proc/cpuinfo proc/meminfo proc/stat proc/uptime proc/loadavg proc/swaps proc/diskstats
+    proc/slabinfo proc/pressure/cpu proc/pressure/io proc/pressure/memory sys/devices/system/cpu/online"
+lxcfs_views() {
+    local dir=$1 only=${2:-} c n=0
+    for c in $LXCFS_CANDIDATES; do
+        [ -n "$only" ] && [ "${c%%/*}" != "$only" ] && continue
+        [ -f "$dir/$c" ] && [ ! -L "$dir/$c" ] && [ -e "/$c" ] && n=$((n + 1))
+    done
+    echo "$n"
 }
 lxcfs_stop() {
     local dir=$1

@@ -9,6 +9,10 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
 
 /* The shape of `runc spec` (trimmed), with docker's capability set. */
 static const char *const base_spec =
@@ -368,6 +372,60 @@ int main(void)
         free(got);
         cleanup_json json_t *none = rv_fuse_volumes(json_object_get(sp, "linux"));
         ok(none && json_array_size(none) == 0, "a spec without mounts: none");
+    }
+    /* The next runtime's support (rv_fuse_runtime_probe), from fake runtimes:
+     * crun >= 1.9's `features` has no supportedFlags (unknown, runtime-spec),
+     * so its version rule decides the flag; runc 1.1's neither, and runc has
+     * no flag before 1.2; a list that lacks the flag means none. */
+    {
+        char dir[] = "/tmp/rv-probe-XXXXXX", bin[PATH_MAX];
+        struct rv_config pc = cfg;
+        struct rv_fuse_runtime rt;
+        struct utsname u;
+        unsigned ka = 0, kb = 0;
+        bool kernel_has = uname(&u) == 0 && sscanf(u.release, "%u.%u", &ka, &kb) == 2 &&
+                          (ka > 5 || (ka == 5 && kb >= 19));
+        static const char *const seccomp =
+            "\"linux\":{\"seccomp\":{\"enabled\":true,\"actions\":[\"SCMP_ACT_ALLOW\",\"SCMP_ACT_NOTIFY\"]";
+        struct {
+            const char *name, *features, *version;
+            bool notify, killable;
+        } cases[] = {
+            { "crun128", "", "crun version 1.28\ncommit: x\n+SECCOMP +CAP", true, true },
+            { "crun18", NULL, "crun version 1.8.1\n+SECCOMP", true, true },
+            { "crun15", NULL, "crun version 1.5\n+SECCOMP", true, false },
+            { "crunnosec", NULL, "crun version 1.8\n-SECCOMP", false, false },
+            { "runc11", "", "runc version 1.1.15\nspec: 1.0.2-dev", true, false },
+            { "runc13", ",\"supportedFlags\":[\"SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV\"]",
+              "runc version 1.3.6", true, true },
+            { "listnone", ",\"supportedFlags\":[\"SECCOMP_FILTER_FLAG_LOG\"]", "crun version 1.28\n+SECCOMP",
+              true, false },
+        };
+        ok(mkdtemp(dir) != NULL, "probe: a temporary directory");
+        snprintf(pc.state_dir, sizeof(pc.state_dir), "%s/state", dir);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            char feat[512] = "";
+            FILE *fp;
+            snprintf(bin, sizeof(bin), "%s/%s", dir, cases[i].name);
+            if (cases[i].features) {
+                char body[400];
+                snprintf(body, sizeof(body), "%s%s}}}", seccomp, cases[i].features);
+                snprintf(feat, sizeof(feat), "[ \"$1\" = features ] && { echo '{\"ociVersion\":\"1.1.0\",%s'; exit 0; }\n",
+                         body);
+            }
+            fp = fopen(bin, "w");
+            if (fp) {
+                fprintf(fp, "#!/bin/sh\n%s[ \"$1\" = --version ] && { printf '%%s\\n' '%s'; exit 0; }\nexit 1\n",
+                        feat, cases[i].version);
+                fclose(fp);
+            }
+            chmod(bin, 0755);
+            ok(rv_fuse_runtime_probe(&pc, bin, &rt, &e) == 0 && rt.notify == cases[i].notify &&
+               rt.wait_killable == (cases[i].killable && (kernel_has || strncmp(cases[i].name, "crun", 4) != 0)),
+               "probe %s: notify %d, wait_killable %d (%s)", cases[i].name, rt.notify, rt.wait_killable, rt.why);
+        }
+        snprintf(bin, sizeof(bin), "rm -rf %s", dir);
+        ok(system(bin) == 0, "probe: the temporary directory removed");
     }
     return unit_done();
 }

@@ -1,20 +1,27 @@
 #!/bin/bash
-# Run end-to-end scripts on a cgroup v2 host: the guest of tests/v2/image.sh
-# (Debian 12, its kernel 6.1, systemd on the unified hierarchy) under qemu,
+# Run end-to-end scripts on a cgroup v2 host: a guest of tests/v2/image.sh
+# (a Debian suite, its kernel, systemd on the unified hierarchy) under qemu,
 # with a copy of this tree shared in (9p: the tree here can change while the
-# guest runs) and the binaries built here. Prints what
-# tests/run-e2e.sh prints, per file, with "e2e-v2" for "e2e".
+# guest runs) and the binaries built here. Prints what tests/run-e2e.sh
+# prints, per file, with "e2e-v2" for "e2e" ("e2e-v2-SUITE" on a guest other
+# than make check's).
 # Usage: run.sh [SCRIPT...]   (default: the scripts tests/v2/suites.txt puts
 # in `make check`; RESVIEW_V2_ALL=1: every script it lists)
+# RESVIEW_V2_SUITE=bookworm|trixie|sid: the guest's Debian (default: make
+# check's, tests/v2/suite; sid is `make e2e-next`'s),
 # RESVIEW_V2_ACCEL=kvm|tcg (default: kvm when it boots the kernel, else tcg),
 # RESVIEW_V2_TIMEOUT seconds for the whole run (default 2700).
 set -u
 { # read whole before it runs: the script may change while a guest runs
 cd "$(dirname "$0")/../.."
 TOP=$PWD
-DIR=$TOP/build/v2
-RUN=$DIR/run
-fail() { echo "not ok - v2: $*"; echo "e2e-v2: 0 passed, 1 failed"; exit 1; }
+SUITE=${RESVIEW_V2_SUITE:-$(cat tests/v2/suite)}
+export RESVIEW_V2_SUITE=$SUITE
+# the label of make check's guest stays "e2e-v2" (tests/run-all.sh's tally)
+label=e2e-v2; [ "$SUITE" = "$(cat tests/v2/suite)" ] || label=e2e-v2-$SUITE
+DIR=$TOP/build/v2/$SUITE
+RUN=${RESVIEW_V2_RUN_DIR:-$TOP/build/v2/run-$SUITE}   # where the run copies the tree: two runs at once need two
+fail() { echo "not ok - v2 ($SUITE): $*"; echo "$label: 0 passed, 1 failed"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "must run as root"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (make deps installs tests/deps.d/v2.txt)"
 scripts=("$@")
@@ -22,7 +29,13 @@ scripts=("$@")
     { sub(/#.*/, "") } NF == 0 { next }
     $1 ~ /^-/ { if (all == "") next; sub(/^-/, "", $1) } { print "tests/e2e/" $1 }' tests/v2/suites.txt)
 for s in "${scripts[@]}"; do [ -f "$s" ] || fail "no such script: $s"; done
-out=$(tests/v2/image.sh 2>&1) || fail "the guest image did not build: $(tail -n 3 <<<"$out")"
+# a build that fails (a change in the suite, most likely unstable's) is one
+# failure, said in one line; the tests still run on the image built before, if any
+built=; out=$(tests/v2/image.sh 2>&1) || built=$(grep -m 1 'did not build' <<<"$out" || tail -n 1 <<<"$out")
+if [ -n "$built" ]; then
+    [ -f "$DIR/root.img" ] || fail "${built#v2: } (no image built before; logs in $DIR)"
+    echo "not ok - v2 ($SUITE): ${built#v2: }; the tests run on the image built before ($(stat -c %y "$DIR/root.img" | cut -d. -f1))"
+fi
 # what the guest cannot build itself (it has no network): the node image
 if grep -qs resview-node.tar "${scripts[@]}"; then
     out=$(make -s --no-print-directory image 2>&1) || fail "make image: $(tail -n 3 <<<"$out")"
@@ -59,28 +72,37 @@ mkdir -p "$RUN"
 {
     rt=${RUNTIME_BIN:-$ORIG/build/static/resview-runtime} hook=${HOOK_BIN:-$ORIG/build/static/resview-hook}
     echo "export RUNTIME_BIN=${rt/#$ORIG\//$TOP/} HOOK_BIN=${hook/#$ORIG\//$TOP/}"
+    # root's login PATH (Debian's /etc/profile), as the host's tests have: the
+    # service's own, from systemd 257 on merged /usr, has no /bin, and some
+    # tests run a busybox rootfs's /bin tools with nsenter (27)
+    echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [ -n "${VERBOSE:-}" ] && echo "export VERBOSE=1"
     printf 'tests/run-e2e.sh'; printf ' %q' "${scripts[@]}"; echo
 } >"$RUN/cmd"
+# /tmp stays on the root file system, as on Debian 12 and the host: Debian 13
+# mounts a tmpfs there (nosuid,nodev), and the tests keep their bundles in /tmp,
+# where nodev would stop their device nodes before the device cgroup does (30,
+# 52); nodes keep rootfs elsewhere (an engine's overlay mounts)
 start=$(date +%s)
 timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
     -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
     -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
+    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 systemd.mask=tmp.mount ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
     -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
     -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
     -nic none </dev/null >"$RUN/console.log" 2>&1
 qrc=$?
-sed 's/^e2e\([ :]\)/e2e-v2\1/' "$RUN/out" 2>/dev/null | grep -v '^e2e-v2: '
+sed "s/^e2e\\([ :]\\)/$label\\1/" "$RUN/out" 2>/dev/null | grep -v "^$label: "
 read -r p f < <(awk '/^e2e  .* passed, .* failed/ { p += $(NF-4); f += $(NF-2) } END { print p+0, f+0 }' "$RUN/out" 2>/dev/null)
 p=${p:-0} f=${f:-0}
+[ -z "$built" ] || f=$((f + 1))
 if [ ! -f "$RUN/rc" ]; then
     f=$((f + 1))
     echo "not ok - v2: the guest run did not finish (qemu $qrc after $(( $(date +%s) - start ))s; $RUN/console.log):"
     tail -n 15 "$RUN/console.log" | sed 's/^/#   /'
 fi
-echo "# v2: guest ($accel, kernel $(cat "$DIR/kernel" 2>/dev/null)) ran $(( $(date +%s) - start ))s"
-echo "e2e-v2: $p passed, $f failed"
+echo "# v2: guest ($SUITE, $accel, kernel $(cat "$DIR/kernel" 2>/dev/null)) ran $(( $(date +%s) - start ))s"
+echo "$label: $p passed, $f failed"
 [ "$f" -eq 0 ]
 exit
 }
