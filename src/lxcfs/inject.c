@@ -52,11 +52,16 @@ int rv_inject_add(struct rv_inject *req, const char *src, const char *dst)
     return 0;
 }
 
+/* Called by walk_each for each component reached (fd on it, path's first
+ * len bytes name it, last: it is the target): 0 goes on, -1 (errno set)
+ * stops the walk. */
+typedef int (*walk_step)(void *arg, int fd, size_t len, bool last);
+
 /* Resolve path under dirfd as if dirfd were "/", following no symlink on
  * the way (a trailing symlink is opened as itself, O_PATH|O_NOFOLLOW), no
- * magic link, no "..". openat2() where the kernel has it (5.6), else the same
- * by a walk over the components. */
-static int walk_path(int dirfd, const char *path, unsigned long flags)
+ * magic link, no "..", one component at a time; step (if any) sees each
+ * component before anything is looked up in it. */
+static int walk_each(int dirfd, const char *path, unsigned long flags, walk_step step, void *arg)
 {
     char buf[PATH_MAX], *save = NULL, *comp, *next;
     cleanup_close int cur = -1;
@@ -69,7 +74,7 @@ static int walk_path(int dirfd, const char *path, unsigned long flags)
     comp = strtok_r(buf, "/", &save);
     while (comp) {
         struct stat st;
-        int fd;
+        int fd, e;
         next = strtok_r(NULL, "/", &save);
         if (strcmp(comp, ".") == 0) {
             comp = next;
@@ -82,8 +87,15 @@ static int walk_path(int dirfd, const char *path, unsigned long flags)
         fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (next ? 0 : (int)flags));
         if (fd < 0)
             return -1;
-        if (next && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))) {
-            int e = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+        if (step && step(arg, fd, (size_t)(comp - buf) + strlen(comp), !next) < 0) {
+            e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        e = !next ? 0 : fstat(fd, &st) < 0 ? errno
+                  : S_ISDIR(st.st_mode) ? 0 : S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+        if (e) {
             close(fd);
             errno = e;
             return -1;
@@ -95,6 +107,7 @@ static int walk_path(int dirfd, const char *path, unsigned long flags)
     return move_fd(cur);
 }
 
+/* openat2() where the kernel has it (5.6), else walk_each. */
 static int openat2_path(int dirfd, const char *path, unsigned long flags)
 {
     static bool no_openat2;
@@ -110,7 +123,7 @@ static int openat2_path(int dirfd, const char *path, unsigned long flags)
             return fd;
         no_openat2 = true;
     }
-    return walk_path(dirfd, path, flags);
+    return walk_each(dirfd, path, flags, NULL, NULL);
 }
 
 bool rv_inject_walkable(const char *type)
@@ -238,77 +251,55 @@ static int check_root_mount(struct rv_inject *req, struct walk_ctx *w, int rootf
     return 0;
 }
 
-/* walk_path for check_mounts: a name is looked up only in a directory on a
- * mount that is walkable; the last component is opened as itself (O_PATH,
- * no lookup inside whatever is mounted on it) and *mi is its mount, *dir_mi
- * the mount of the directory it is in, *own whether *mi is a mount of its
- * own (a mount root: a view, or a mount over the target). The root was
- * checked (check_root_mount). */
+/* walk_each's step for check_mounts: a name is looked up only in a
+ * directory on a mount that is walkable (the walk stops before it looks into
+ * one that is not); the last component is opened as itself. */
+struct checked {
+    struct rv_inject *req;
+    struct walk_ctx *w;
+    const char *path;
+    struct rv_mount_info at, *mi, *dir_mi;   /* the mount of the directory reached */
+    bool *own, reached;
+};
+
+static int checked_step(void *arg, int fd, size_t len, bool last)
+{
+    struct checked *k = arg;
+    struct rv_mount_info here;
+
+    if (mount_of(k->w, fd, &here) < 0)
+        return refuse_mount(k->req, k->path, len, NULL);
+    if (last) {
+        *k->mi = here;
+        *k->dir_mi = k->at;
+        *k->own = here.id != k->at.id;
+        k->reached = true;
+        return 0;
+    }
+    if (!rv_inject_walkable(here.type))
+        return refuse_mount(k->req, k->path, len, &here);
+    k->at = here;
+    return 0;
+}
+
+/* The target's fd, *mi its mount, *dir_mi the mount of the directory it is
+ * in, *own whether *mi is a mount of its own (a mount root: a view, or a
+ * mount over the target). The root was checked (check_root_mount). */
 static int walk_checked(struct rv_inject *req, struct walk_ctx *w, int rootfd, const char *path,
                         struct rv_mount_info *mi, struct rv_mount_info *dir_mi, bool *own)
 {
-    char buf[PATH_MAX], *save = NULL, *comp, *next;
-    cleanup_close int cur = -1;
-    struct rv_mount_info at;
+    struct checked k = { .req = req, .w = w, .path = path, .mi = mi, .dir_mi = dir_mi, .own = own };
+    int fd;
 
-    if (rv_snprintf(buf, sizeof(buf), "%s", path) < 0)
-        return -1;
-    if (mount_of(w, rootfd, &at) < 0)
+    if (mount_of(w, rootfd, &k.at) < 0)
         return refuse_mount(req, "", 0, NULL);
-    cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
-    if (cur < 0)
+    fd = walk_each(rootfd, path, 0, checked_step, &k);
+    if (fd >= 0 && !k.reached) {
+        close(fd);
+        errno = ENOENT;     /* an empty path: not a target */
         return -1;
-    comp = strtok_r(buf, "/", &save);
-    while (comp) {
-        struct rv_mount_info here;
-        struct stat st;
-        int fd;
-        next = strtok_r(NULL, "/", &save);
-        if (strcmp(comp, ".") == 0) {
-            comp = next;
-            continue;
-        }
-        if (strcmp(comp, "..") == 0) {
-            errno = EXDEV;
-            return -1;
-        }
-        /* cur is on a walkable mount: this lookup asks only that file system */
-        fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return -1;
-        if (mount_of(w, fd, &here) < 0) {
-            close(fd);
-            return refuse_mount(req, path, (size_t)(comp - buf) + strlen(comp), NULL);
-        }
-        if (!next) {
-            *mi = here;
-            *dir_mi = at;
-            *own = here.id != at.id;
-            close(cur);
-            return fd;
-        }
-        if (!rv_inject_walkable(here.type)) {
-            close(fd);
-            return refuse_mount(req, path, (size_t)(comp - buf) + strlen(comp), &here);
-        }
-        if (fstat(fd, &st) < 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (!S_ISDIR(st.st_mode)) {
-            close(fd);
-            errno = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-            return -1;
-        }
-        close(cur);
-        cur = fd;
-        at = here;
-        comp = next;
     }
-    errno = ENOENT;     /* an empty path: not a target */
-    return -1;
+    return fd;
 }
 
 static void view_set(struct rv_view *v, enum rv_view_state s, const char *fmt, ...)
