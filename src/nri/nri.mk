@@ -13,6 +13,7 @@ NRI_GEN_H    := $(NRI_GEN)/api.pb-c.h $(NRI_GEN)/ttrpc.pb-c.h
 # libprotobuf-c's one object, from Debian's static archive (position
 # independent), into the library: `resview` then needs no libprotobuf-c.so
 # where it runs (a node, the node image, a guest without the package)
+# (a tree built elsewhere, as the v2 guests' `make image`, keeps its object)
 NRI_PBC_LIB  := $(shell pkg-config --variable=libdir libprotobuf-c 2>/dev/null || echo /usr/lib)/libprotobuf-c.a
 NRI_PBC_OBJ  := $(NRI_GEN)/obj/protobuf-c.o
 NRI_GEN_OBJS := $(NRI_GEN)/obj/api.pb-c.o $(NRI_GEN)/obj/ttrpc.pb-c.o $(NRI_PBC_OBJ)
@@ -31,7 +32,8 @@ $(NRI_GEN)/ttrpc.pb-c.c $(NRI_GEN)/ttrpc.pb-c.h &: src/nri/ttrpc.proto
 $(NRI_GEN)/obj/%.pb-c.o: $(NRI_GEN)/%.pb-c.c $(NRI_GEN_H)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -Ulinux $(OPT) $(HARDEN) -I$(NRI_GEN) -ffunction-sections -fdata-sections -c -o $@ $<
-$(NRI_PBC_OBJ): $(NRI_PBC_LIB)
+$(NRI_PBC_OBJ): $(wildcard $(NRI_PBC_LIB))
+	@[ -f $(NRI_PBC_LIB) ] || { echo "make: $(NRI_PBC_LIB) missing: libprotobuf-c-dev (make deps)" >&2; exit 1; }
 	@mkdir -p $(@D)
 	cd $(@D) && ar x $(abspath $(NRI_PBC_LIB)) protobuf-c.o && touch protobuf-c.o
 $(BUILD)/libresview.a: $(NRI_GEN_OBJS)

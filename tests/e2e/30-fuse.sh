@@ -112,6 +112,8 @@ for rt in runc crun; do
     t_eq "$rt fuse: a second create changes nothing but the listener" \
         "$(jq -S 'del(.linux.seccomp.listenerPath, .linux.seccomp.listenerMetadata)' "$b/config.json")" "$before"
     t_contains "$rt fuse: the second run mounts FUSE too" "$out2" "read hello through fuse"
+    # 2 to 8, and what follows the loop: who may ask, and seccomp, the same on cgroup v1 and v2
+    in_v2_share && continue
 
     # 2. The image's own RESVIEW_FUSE=1: refused, saying how to ask; no broker.
     b=$T/b-env-$rt
@@ -202,6 +204,7 @@ for rt in runc crun; do
 done
 t_eq "every broker of this test has exited" "$(live_brokers)" "0"
 t_eq "no socket left under state_dir/fuse" "$(ls "$T/state/fuse" | grep -c '\.sock$')" "0"
+in_v2_share && exit 0
 
 # A next runtime that cannot hand over the notify fd (its `features` lacks
 # SCMP_ACT_NOTIFY, as runc 1.0): refused with one line, bundle intact.

@@ -24,7 +24,10 @@ RUN=${RESVIEW_V2_RUN_DIR:-$TOP/build/v2/run-$SUITE}   # where the run copies the
 fail() { echo "not ok - v2 ($SUITE): $*"; echo "$label: 0 passed, 1 failed"; exit 1; }
 [ "$(id -u)" = 0 ] || fail "must run as root"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 missing (make deps installs tests/deps.d/v2.txt)"
-scripts=("$@")
+scripts=("$@") share=${RESVIEW_V2_SHARE:-}
+# make check's share (or RESVIEW_V2_SHARE=1): the parts of its scripts that
+# can differ on v2 (tests/lib/common.sh in_v2_share)
+[ $# -gt 0 ] || [ -n "${RESVIEW_V2_ALL:-}" ] || share=1
 [ ${#scripts[@]} -gt 0 ] || mapfile -t scripts < <(awk -v all="${RESVIEW_V2_ALL:-}" '
     { sub(/#.*/, "") } NF == 0 { next }
     $1 ~ /^-/ { if (all == "") next; sub(/^-/, "", $1) } { print "tests/e2e/" $1 }' tests/v2/suites.txt)
@@ -77,6 +80,7 @@ mkdir -p "$RUN"
     # tests run a busybox rootfs's /bin tools with nsenter (27)
     echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [ -n "${VERBOSE:-}" ] && echo "export VERBOSE=1"
+    [ -n "$share" ] && echo "export RESVIEW_V2_SHARE=1"
     printf 'tests/run-e2e.sh'; printf ' %q' "${scripts[@]}"; echo
 } >"$RUN/cmd"
 # /tmp stays on the root file system, as on Debian 12 and the host: Debian 13
