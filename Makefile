@@ -164,7 +164,7 @@ demo:
 
 bench:
 	@tests/lib/deps.sh base
-	@$(MAKE) -s --no-print-directory all static
+	@$(MAKE) -s --no-print-directory all static $(BUILD)/tests/test_nri
 	@tests/bench.sh
 
 # The Kubernetes node image (hooks/kubernetes/): FROM scratch, LXCFS and the

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmp[] = "/tmp/rv-nri-XXXXXX";
@@ -619,8 +620,74 @@ static void seeds(const char *dir)
     rv_bytes_free(&out);
 }
 
+/* RESVIEW_NRI_BENCH="SOCKET ROUNDS" (tests/bench.d/nri.sh): the runtime's
+ * side for a plugin started on SOCKET (`resview nri`, as deployed): register,
+ * configure, then ROUNDS CreateContainer calls, each a new container; prints
+ * the time from sending each call to its whole answer (what a container's
+ * creation waits for the plugin), median and 90th percentile. */
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench(const char *arg)
+{
+    char sock[256], id[32];
+    int rounds = 0;
+    if (sscanf(arg, "%255s %d", sock, &rounds) != 2 || rounds < 1)
+        return 2;
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)
+        return 1;
+    struct rv_mux_in in;
+    alarm(120);
+    int fd = accept_register(lfd, &in);
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    conf.request_timeout = 2000;
+    if (fd < 0 || runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) < 0)
+        return 1;
+    ttrpc__response__free_unpacked(resp, NULL);
+    double *us = calloc((size_t)rounds, sizeof(*us));
+    int adjusted = 0, hooked = 0;
+    for (int i = 0; i < rounds && us; i++) {
+        struct fixture f;
+        struct timespec t0, t1;
+        fixture(&f);
+        snprintf(id, sizeof(id), "bench%d", i);
+        f.c.id = id;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (runtime_call(fd, &in, 3 + 2 * (uint32_t)i, "CreateContainer", &f.req.base, &resp) < 0)
+            return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        nri_create_resp *cr = nri__pkg__api__v1alpha1__create_container_response__unpack(
+            NULL, resp->payload.len, resp->payload.data);
+        adjusted += env_of(cr, "GOMAXPROCS") != NULL;
+        const Nri__Pkg__Api__V1alpha1__Hooks *h = cr && cr->adjust ? cr->adjust->hooks : NULL;
+        hooked += h && h->n_prestart + h->n_create_runtime > 0;
+        if (cr)
+            nri__pkg__api__v1alpha1__create_container_response__free_unpacked(cr, NULL);
+        ttrpc__response__free_unpacked(resp, NULL);
+        us[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
+    }
+    if (!us)
+        return 1;
+    qsort(us, (size_t)rounds, sizeof(*us), cmp_double);
+    printf("%-36s median %7.1f us  p90 %7.1f us  (%d rounds: %d with the variables, %d with the hook)\n",
+           "NRI CreateContainer, answered:", us[rounds / 2], us[rounds * 9 / 10], rounds, adjusted, hooked);
+    free(us);
+    close(fd);
+    rv_mux_in_free(&in);
+    return adjusted == rounds ? 0 : 1;
+}
+
 int main(void)
 {
+    if (getenv("RESVIEW_NRI_BENCH"))
+        return bench(getenv("RESVIEW_NRI_BENCH"));
     if (getenv("RESVIEW_NRI_SEEDS")) {
         rv_config_defaults(&cfg);
         seeds(getenv("RESVIEW_NRI_SEEDS"));
