@@ -214,7 +214,11 @@ done
 # 4. The cap, and who pays.
 CAP='touch /ctl/cap-ready-$RT; while [ ! -e /ctl/cap-start-$RT ]; do sleep 0.1; done
 fuse-probe mounts /mnt/m 70; touch /ctl/capped-$RT; while [ ! -e /ctl/cap-go-$RT ]; do sleep 0.1; done'
-kmem() { cat "/sys/fs/cgroup/memory$1/memory.kmem.usage_in_bytes" 2>/dev/null || cat "/sys/fs/cgroup$1/memory.current"; }
+# kernel memory only: on v2 memory.stat's `kernel` (Linux 5.18+), not memory.current, whose page
+# cache of binaries a cold guest reads first is charged to whoever reads them first
+kmem() { cat "/sys/fs/cgroup/memory$1/memory.kmem.usage_in_bytes" 2>/dev/null ||
+         awk '$1 == "kernel" {print $2; f = 1} END {exit !f}' "/sys/fs/cgroup$1/memory.stat" 2>/dev/null ||
+         cat "/sys/fs/cgroup$1/memory.current"; }
 for rt in runc crun; do
     id=cap-$rt-$$
     b=$T/b-cap-$rt

@@ -1,7 +1,8 @@
 /* test_nri.c - the NRI plugin: ttrpc framing and NRI's multiplexer, the
  * runtime's calls in and the answers out (fixtures encoded with the
  * generated messages), malformed input, and one connection to a fake
- * runtime on a Unix socket (register, configure, create, reconnect). */
+ * runtime on a Unix socket (register, configure, create, reconnect). The
+ * fake runtime also times a real plugin for `make bench` (RESVIEW_NRI_BENCH). */
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
