@@ -111,8 +111,9 @@ int rv_nri_record_write(const struct rv_config *cfg, const char *socket, const c
 int rv_nri_record_read(const struct rv_config *cfg, struct rv_nri_registration *reg,
                        struct rv_error *err);
 /* Whether the NRI socket at path accepts a connection, without blocking (a
- * non-blocking connect; timeout_ms bounds what could wait): 1 yes, 0 no with
- * why ("no such socket", "connection refused", ...). The runtime sees a
+ * non-blocking connect; timeout_ms bounds what could wait): 1 yes; 0 no NRI
+ * there (why: no such socket, not a socket, connection refused); 2 a
+ * listener that does not take a connection now (why: its backlog is full). The runtime sees a
  * connection that closes before registering (containerd logs one line). */
 int rv_nri_socket_probe(const char *path, int timeout_ms, char *why, size_t size);
 

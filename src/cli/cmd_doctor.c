@@ -448,10 +448,14 @@ static void check_nri(struct report *r, const struct rv_config *cfg, const char 
     char why[256], since[32] = "?";
     int rec = rv_nri_record_read(cfg, &reg, &err);
     const char *sock = sock_opt ? sock_opt : rec > 0 ? reg.socket : RV_NRI_SOCKET_DEFAULT;
-    bool on = rv_nri_socket_probe(sock, 500, why, sizeof(why)) == 1;
+    int probe = rv_nri_socket_probe(sock, 500, why, sizeof(why));
+    bool on = probe == 1;
 
     if (on)
         say(r, "ok", "NRI: the runtime's socket `%s` accepts connections (NRI is on)", sock);
+    else if (probe == 2)
+        say(r, "warn", "NRI: the runtime's socket `%s` is there, but %s: plugins cannot register now",
+            sock, why);
     else
         say(r, "info", "NRI: `%s`: %s: the runtime has no NRI on here (containerd 1.6 has none, 1.7 "
             "has it off by default); resview works through its runtime entry", sock, why);

@@ -291,9 +291,11 @@ static int nri_registered(const struct rv_node_settings *n, char *why, size_t si
     else if (r == RV_NRI_REG_LIVE)
         snprintf(why, size, "the plugin (pid %d) registered on `%s`, not on `%s`", reg.pid, reg.socket,
                  n->nri_socket);
-    else if (rv_nri_socket_probe(n->nri_socket, 500, sock, sizeof(sock)) == 1)
+    else if ((r = rv_nri_socket_probe(n->nri_socket, 500, sock, sizeof(sock))) == 1)
         snprintf(why, size, "the plugin is not registered (yet) on `%s`, which accepts connections",
                  n->nri_socket);
+    else if (r == 2)
+        snprintf(why, size, "the plugin is not registered: `%s`: %s", n->nri_socket, sock);
     else
         snprintf(why, size, "the plugin is not registered: `%s`: %s (is NRI on in containerd? 1.7: "
                  "[plugins.\"io.containerd.nri.v1.nri\"] disable = false; 2.x: on by default)",

@@ -133,7 +133,10 @@ int rv_nri_socket_probe(const char *path, int timeout_ms, char *why, size_t size
         if (e == EINPROGRESS)
             e = ETIMEDOUT;
     }
-    snprintf(why, size, "%s", e == ECONNREFUSED ? "nothing listens on it (connection refused)" :
-             e == EAGAIN ? "it does not accept (its backlog is full)" : strerror(e));
-    return 0;
+    if (e == ECONNREFUSED) {
+        snprintf(why, size, "nothing listens on it (connection refused)");
+        return 0;
+    }
+    snprintf(why, size, "%s", e == EAGAIN ? "it does not accept now (its backlog is full)" : strerror(e));
+    return 2;
 }
