@@ -405,11 +405,11 @@ int rv_node_run(const struct rv_node_settings *n)
             /* said when it changes: registered, or not (the runtime restarting) */
             char why[PATH_MAX + 256];
             int reg = nri_registered(n, why, sizeof(why));
-            if (reg != nri_said && reg)
+            if (reg != nri_said && reg && nri_said == -1)
                 rv_node_say("node ready in %ld ms (NRI mode: %s)", rv_now_ms() - t0, why);
-            else if (reg != nri_said && nri_said == 1)
+            else if (reg != nri_said && (reg || nri_said == 1))
                 rv_node_say("nri: %s", why);
-            nri_said = reg;
+            nri_said = nri_said == -1 && !reg ? -1 : reg;
             configured = true;
         }
         if (!configured && rv_now_ms() >= next_try) {
@@ -450,7 +450,8 @@ int rv_node_run(const struct rv_node_settings *n)
         rv_node_wait(1000);
         rv_node_children_reap(&ch);
     }
-    rv_node_say("stopping: LXCFS and watch end; the node's configuration and binaries stay");
+    rv_node_say("stopping: LXCFS%s and watch end; the node's configuration and binaries stay",
+                n->nri ? ", the NRI plugin" : "");
     rv_node_children_stop(&ch, false);
     return 0;
 }

@@ -115,7 +115,7 @@ t_contains "…and a warning: not registered, the plugin (pid $dead) gone" "$out
     "warn  NRI: resview's plugin is not registered: the plugin (pid $dead) that registered on \`$T/nri.sock\` is gone"
 kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
 out=$("$CLI" doctor 2>&1)
-t_contains "…nothing listens there any more: information only: information only" "$out" \
+t_contains "…nothing listens there any more: information only" "$out" \
     "info  NRI: resview's plugin is not registered: the plugin (pid $dead) that registered on \`$T/nri.sock\` is gone"
 rm -f "$T/state/nri-plugin.json"
 
