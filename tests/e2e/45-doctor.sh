@@ -73,7 +73,7 @@ rv_config "$T/sc3.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$
 out=$(RESVIEW_CONFIG=$T/sc3.json "$CLI" doctor 2>&1)
 t_contains "an unknown syscall name in the profile is reported" "$out" "unknown syscall \`no_such_call_xyz\`"
 
-# NRI (hooks/kubernetes/README.md "NRI mode"): the runtime-class mode needs none,
+# NRI (hooks/kubernetes/README.md "The DaemonSet in NRI mode"): the runtime-class mode needs none,
 # so a runtime without it is information, not a problem
 out=$("$CLI" doctor 2>&1); rc=$?
 t_contains "NRI: a line on the node's NRI socket, by its path" "$out" "NRI: \`/var/run/nri/nri.sock\`"
