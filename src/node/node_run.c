@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #ifndef RV_VERSION
 #define RV_VERSION "0.1.0"
@@ -274,12 +275,13 @@ static int uninstall_files(const struct rv_node_settings *n, bool *done, unsigne
 
 /* NRI mode: whether our plugin is registered on the node's socket (its
  * record names a live process and that socket). 1 yes, 0 no; why says
- * which. */
+ * which. Asked every second by the agent and by every probe: the socket is
+ * looked at (stat), never connected to (containerd would log each one). */
 static int nri_registered(const struct rv_node_settings *n, char *why, size_t size)
 {
     struct rv_nri_registration reg;
     struct rv_error err = { 0 };
-    char sock[256];
+    struct stat st;
     int r = rv_nri_record_read(n->cfg, &reg, &err);
 
     if (r == RV_NRI_REG_LIVE && strcmp(reg.socket, n->nri_socket) == 0) {
@@ -291,15 +293,12 @@ static int nri_registered(const struct rv_node_settings *n, char *why, size_t si
     else if (r == RV_NRI_REG_LIVE)
         snprintf(why, size, "the plugin (pid %d) registered on `%s`, not on `%s`", reg.pid, reg.socket,
                  n->nri_socket);
-    else if ((r = rv_nri_socket_probe(n->nri_socket, 500, sock, sizeof(sock))) == 1)
-        snprintf(why, size, "the plugin is not registered (yet) on `%s`, which accepts connections",
-                 n->nri_socket);
-    else if (r == 2)
-        snprintf(why, size, "the plugin is not registered: `%s`: %s", n->nri_socket, sock);
+    else if (stat(n->nri_socket, &st) == 0 && S_ISSOCK(st.st_mode))
+        snprintf(why, size, "the plugin is not registered (yet) on `%s` (its log says why)", n->nri_socket);
     else
-        snprintf(why, size, "the plugin is not registered: `%s`: %s (is NRI on in containerd? 1.7: "
-                 "[plugins.\"io.containerd.nri.v1.nri\"] disable = false; 2.x: on by default)",
-                 n->nri_socket, sock);
+        snprintf(why, size, "the plugin is not registered: no socket `%s` (is NRI on in containerd? "
+                 "1.7: [plugins.\"io.containerd.nri.v1.nri\"] disable = false; 2.x: on by default)",
+                 n->nri_socket);
     return 0;
 }
 
