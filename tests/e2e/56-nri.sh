@@ -53,6 +53,7 @@ registered() { [ "$(grep -c 'NRI: registered as resview' "$T/resview.log" 2>/dev
 plugin_start
 t_ok "resview nri registered with containerd (Configure came)" wait_for registered 1
 t_contains "the plugin says which runtime" "$(grep 'registered as' "$T/resview.log")" "containerd"
+wait_for test -e "$T/state/nri-plugin.json"   # written just after the log line
 out=$(RESVIEW_CONFIG=$T/config.json "$CLI" doctor 2>&1)
 t_contains "doctor: NRI on (the record's socket accepts)" "$out" \
     "ok    NRI: the runtime's socket \`$NRI_SOCK\` accepts connections (NRI is on)"
