@@ -114,7 +114,10 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
         bool was_configured = p->configured;
         if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
             return rv_fail(err, ENOMEM, "NRI: an answer");
+        if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
+            return -1;
         if (p->configured && !was_configured) {
+            /* Configure answered: the runtime calls us from now on */
             struct rv_error e;
             if (rv_nri_record_write(p->cfg, p->socket, p->runtime[0] ? p->runtime : "?", &e) < 0)
                 rv_log(RV_WARN, "NRI: the registration record: %s (doctor and the node agent "
@@ -122,8 +125,6 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
             else
                 record_written = 1;
         }
-        if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
-            return -1;
         long took = rv_now_ms() - t0;
         if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
             rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,
