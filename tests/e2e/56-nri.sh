@@ -143,4 +143,4 @@ res=$(scenario pod5 "$one")
 t_contains "after containerd's restart: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
 t_contains "after containerd's restart: the views" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
 t_not_contains "no error in the plugin's log" "$(grep ' error resview-nri' "$T/resview.log" | grep -v 'connecting again')" "NRI"
-[ -n "${VERBOSE:-}" ] && sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20
+if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20; fi
