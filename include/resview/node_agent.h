@@ -23,6 +23,8 @@ struct rv_node_settings {
     const struct rv_config *cfg;
     struct rv_node_containerd ctd;
     bool uninstall;
+    bool nri;                   /* RESVIEW_NODE_MODE=nri: the NRI plugin, containerd untouched */
+    const char *nri_socket;     /* the runtime's NRI socket (RESVIEW_NODE_NRI_SOCKET) */
     const char *prefix;
     char payload[PATH_MAX];
     const char *lxcfs_bin;
@@ -62,12 +64,15 @@ bool rv_node_stopping(void);
 
 /* LXCFS on lxcfs_dir (`-f -l --enable-cfs`, pid file lxcfs_dir.pid) and
  * `resview watch`, started again when they end. watch starts first: it waits
- * for the LXCFS mount to appear and repairs the moment it answers. */
+ * for the LXCFS mount to appear and repairs the moment it answers. In NRI
+ * mode also `resview nri --socket NRI_SOCKET --hook HOOK` (it reconnects by
+ * itself when the runtime restarts; started again when it ends). */
 struct rv_node_children {
     const char *lxcfs_bin, *lxcfs_dir;   /* in */
     const char *rv_config;               /* in: RESVIEW_CONFIG for watch; NULL: the default */
-    pid_t lxcfs, watch;                  /* 0: not running */
-    long lxcfs_retry, watch_retry;       /* when to start them again (rv_now_ms) */
+    const char *nri_socket, *hook_path;  /* in: NULL: no NRI plugin */
+    pid_t lxcfs, watch, nri;             /* 0: not running */
+    long lxcfs_retry, watch_retry, nri_retry;   /* when to start them again (rv_now_ms) */
 };
 void rv_node_children_start(struct rv_node_children *ch);
 void rv_node_children_reap(struct rv_node_children *ch);

@@ -4,6 +4,7 @@
 #ifndef RESVIEW_NRI_H
 #define RESVIEW_NRI_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,7 @@ void rv_bytes_free(struct rv_bytes *b);
 struct rv_nri_plugin {
     const struct rv_config *cfg;
     const struct rv_host *host;
+    const char *socket;         /* the runtime's NRI socket (for the record) */
     bool hook_missing;          /* hook.path cannot be run here: no hook entry */
     bool fuse_said;             /* "FUSE is not supported" was logged */
     bool configured;            /* Configure came */
@@ -87,6 +89,33 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *req, size_t len, uint8
 int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err);
 /* Whether the runtime's answer to it says yes (-1 with its reason). */
 int rv_nri_register_result(const uint8_t *resp, size_t len, struct rv_error *err);
+
+/* The plugin's registration record (nri_record.c): STATE_DIR/nri-plugin.json,
+ * written once the runtime configured the plugin, removed when the
+ * connection ends or the plugin is stopped (SIGTERM, SIGINT). */
+#define RV_NRI_RECORD "nri-plugin.json"
+struct rv_nri_registration {
+    int pid;
+    unsigned long long start;   /* its start time (/proc/PID/stat), against pid reuse */
+    long long since;            /* when it registered (time(2)) */
+    char socket[PATH_MAX];
+    char runtime[128];          /* "containerd v2.1.9" */
+};
+enum { RV_NRI_REG_NONE = 0, RV_NRI_REG_LIVE = 1, RV_NRI_REG_STALE = 2 };
+int rv_nri_record_path(const struct rv_config *cfg, char *out, size_t size);
+int rv_nri_record_write(const struct rv_config *cfg, const char *socket, const char *runtime,
+                        struct rv_error *err);
+/* RV_NRI_REG_NONE (no record), _LIVE (its process runs), _STALE (the
+ * process it names is gone: the plugin was killed), or -1 (err: unreadable);
+ * *reg filled from the record but for NONE. */
+int rv_nri_record_read(const struct rv_config *cfg, struct rv_nri_registration *reg,
+                       struct rv_error *err);
+/* Whether the NRI socket at path accepts a connection, without blocking (a
+ * non-blocking connect; timeout_ms bounds what could wait): 1 yes; 0 no NRI
+ * there (why: no such socket, not a socket, connection refused); 2 a
+ * listener that does not take a connection now (why: its backlog is full). The runtime sees a
+ * connection that closes before registering (containerd logs one line). */
+int rv_nri_socket_probe(const char *path, int timeout_ms, char *why, size_t size);
 
 /* Run the plugin on socket until killed: connect, register, answer;
  * reconnect with backoff when the runtime goes away (nri_plugin.c). */

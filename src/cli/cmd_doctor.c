@@ -10,6 +10,7 @@
 #include "resview/engine.h"
 #include "resview/json.h"
 #include "resview/lxcfs.h"
+#include "resview/nri.h"
 #include "resview/repair.h"
 #include "resview/seccomp.h"
 
@@ -25,6 +26,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 
 struct report {
     int fails, warns;
@@ -434,16 +436,59 @@ static void check_engine(struct report *r, const struct rv_engine *e, const char
         say(r, "ok", "%s: `%s`: %s", e->name, path, detail);
 }
 
+/* NRI: whether the runtime has it on (its socket accepts a connection: a
+ * non-blocking connect, never a wait on the runtime), and whether resview's
+ * plugin is registered (its record, with a live pid). Neither is needed by
+ * the runtime-class mode: information, not a problem. The socket: --nri-socket,
+ * else the plugin's record's, else NRI's default. */
+static void check_nri(struct report *r, const struct rv_config *cfg, const char *sock_opt)
+{
+    struct rv_nri_registration reg;
+    struct rv_error err = { 0 };
+    char why[256], since[32] = "?";
+    int rec = rv_nri_record_read(cfg, &reg, &err);
+    const char *sock = sock_opt ? sock_opt : rec > 0 ? reg.socket : RV_NRI_SOCKET_DEFAULT;
+    int probe = rv_nri_socket_probe(sock, 500, why, sizeof(why));
+    bool on = probe == 1;
+
+    if (on)
+        say(r, "ok", "NRI: the runtime's socket `%s` accepts connections (NRI is on)", sock);
+    else if (probe == 2)
+        say(r, "warn", "NRI: the runtime's socket `%s` is there, but %s: plugins cannot register now",
+            sock, why);
+    else
+        say(r, "info", "NRI: `%s`: %s: the runtime has no NRI on here (containerd 1.6 has none, 1.7 "
+            "has it off by default); resview works through its runtime entry", sock, why);
+    if (rec == RV_NRI_REG_LIVE) {
+        time_t t = (time_t)reg.since;
+        struct tm tm;
+        if (reg.since > 0)
+            strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        say(r, "ok", "NRI: resview's plugin (pid %d) registered with %s on `%s` since %s: every "
+            "container created gets its adjustment", reg.pid, reg.runtime, reg.socket, since);
+    } else if (rec == RV_NRI_REG_STALE) {
+        say(r, on ? "warn" : "info", "NRI: resview's plugin is not registered: the plugin (pid %d) that "
+            "registered on `%s` is gone without removing its record (killed); containers are created "
+            "without its adjustment until it runs again", reg.pid, reg.socket);
+    } else if (rec < 0) {
+        say(r, "warn", "NRI: resview's plugin: %s", err.msg);
+    } else {
+        say(r, "info", "NRI: resview's plugin is not registered%s", on ? " (`resview nri`, or the "
+            "DaemonSet's NRI variant, registers it)" : "");
+    }
+}
+
 int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
 {
     static const struct option longopts[] = {
         { "engine", required_argument, NULL, 'e' },
         { "config", required_argument, NULL, 'c' },
+        { "nri-socket", required_argument, NULL, 'n' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const struct rv_engine *engine = NULL;
-    const char *config = NULL;
+    const char *config = NULL, *nri_socket = NULL;
     struct report r = { 0, 0 };
     int c;
 
@@ -457,11 +502,12 @@ int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
             }
             break;
         case 'c': config = optarg; break;
+        case 'n': nri_socket = optarg; break;
         case 'h':
-            printf("usage: resview doctor [--engine=NAME [--config PATH]]\n");
+            printf("usage: resview doctor [--engine=NAME [--config PATH]] [--nri-socket PATH]\n");
             return 0;
         default:
-            fprintf(stderr, "usage: resview doctor [--engine=NAME [--config PATH]]\n");
+            fprintf(stderr, "usage: resview doctor [--engine=NAME [--config PATH]] [--nri-socket PATH]\n");
             return 2;
         }
     }
@@ -481,6 +527,7 @@ int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
     else
         for (size_t i = 0; rv_engines[i]; i++)
             check_engine(&r, rv_engines[i], NULL, false);
+    check_nri(&r, cfg, nri_socket);
     printf("%d problem(s), %d warning(s)\n", r.fails, r.warns);
     return r.fails ? 1 : 0;
 }

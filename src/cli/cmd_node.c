@@ -31,10 +31,13 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: resview node run|install|configure|uninstall|ready [OPTIONS]\n"
         "  run          the DaemonSet's agent: install, configure, run LXCFS and `resview watch`\n"
+        "               (NRI mode: install, run LXCFS, `resview watch` and `resview nri`;\n"
+        "               containerd's configuration is not touched)\n"
         "  install      copy the binaries into PREFIX/versions/ and switch PREFIX/current\n"
         "  configure    write containerd's resview runtime entry; restart only if needed\n"
         "  uninstall    restore containerd's configuration; remove the binaries once unused\n"
         "  ready        readiness: binaries intact, LXCFS live, runtime entry in use\n"
+        "               (NRI mode: the plugin registered)\n"
         "options (environment variable in brackets; the DaemonSet sets them from its ConfigMap):\n"
         "  --restart MODE             systemd | systemd:UNIT | none | command:/HOST/PATH\n"
         "                             [RESVIEW_NODE_RESTART, default systemd]\n"
@@ -45,6 +48,10 @@ static void usage(FILE *f)
         "  [RESVIEW_NODE_GPU_CONTAINERS] gpu (default) | all | none: which containers go through\n"
         "                             NVIDIA's runtime found in containerd's configuration\n"
         "  --uninstall                run: uninstall instead [RESVIEW_NODE_MODE=uninstall]\n"
+        "  --nri                      NRI mode: the NRI plugin instead of containerd's runtime\n"
+        "                             entry [RESVIEW_NODE_MODE=nri]\n"
+        "  --nri-socket PATH          the runtime's NRI socket\n"
+        "                             [RESVIEW_NODE_NRI_SOCKET, /var/run/nri/nri.sock]\n"
         "  --prefix DIR               host directory of the binaries (/opt/resview)\n"
         "  --payload DIR              the binaries to install (default: the image's)\n"
         "  --lxcfs PATH               LXCFS binary (/usr/bin/lxcfs)\n"
@@ -64,6 +71,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         { "cri-socket", required_argument, NULL, 's' },
         { "set-as-default", no_argument, NULL, 'd' },
         { "uninstall", no_argument, NULL, 'u' },
+        { "nri", no_argument, NULL, 'n' },
+        { "nri-socket", required_argument, NULL, 'N' },
         { "prefix", required_argument, NULL, 'p' },
         { "payload", required_argument, NULL, 'P' },
         { "lxcfs", required_argument, NULL, 'l' },
@@ -96,6 +105,8 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         case 's': n.ctd.cri_socket = optarg; break;
         case 'd': n.ctd.set_default = true; break;
         case 'u': n.uninstall = true; break;
+        case 'n': n.nri = true; break;
+        case 'N': n.nri_socket = optarg; break;
         case 'p': n.prefix = optarg; break;
         case 'P': snprintf(n.payload, sizeof(n.payload), "%s", optarg); break;
         case 'l': n.lxcfs_bin = optarg; break;

@@ -1,4 +1,7 @@
-/* cmd_nri.c - `resview nri [--socket PATH]`: the NRI plugin (src/nri/). */
+/* cmd_nri.c - `resview nri [--socket PATH] [--hook PATH]`: the NRI plugin
+ * (src/nri/). --hook: the hook's path on the host, where the runtime runs
+ * it, when it differs from hook.path (the node agent's plugin runs in the
+ * node image, the hook is the one it installed under /opt/resview). */
 #define _GNU_SOURCE
 #include "resview/cli.h"
 #include "resview/log.h"
@@ -9,7 +12,8 @@
 
 int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
 {
-    const char *socket_path = RV_NRI_SOCKET_DEFAULT;
+    const char *socket_path = RV_NRI_SOCKET_DEFAULT, *hook = NULL;
+    static struct rv_config c;
     struct rv_error err;
 
     for (int i = 1; i < argc; i++) {
@@ -17,20 +21,30 @@ int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
             socket_path = argv[++i];
         } else if (strncmp(argv[i], "--socket=", 9) == 0) {
             socket_path = argv[i] + 9;
+        } else if (strcmp(argv[i], "--hook") == 0 && i + 1 < argc) {
+            hook = argv[++i];
+        } else if (strncmp(argv[i], "--hook=", 7) == 0) {
+            hook = argv[i] + 7;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("usage: resview nri [--socket PATH]\n"
+            printf("usage: resview nri [--socket PATH] [--hook PATH]\n"
                    "  run resview as an NRI plugin on the runtime's socket (default %s):\n"
-                   "  every container created gets the variables and the LXCFS views' hook\n",
+                   "  every container created gets the variables and the LXCFS views' hook\n"
+                   "  (--hook: the hook's path, instead of hook.path)\n",
                    RV_NRI_SOCKET_DEFAULT);
             return 0;
         } else {
-            fprintf(stderr, "resview nri: unknown argument `%s` (usage: resview nri [--socket PATH])\n",
+            fprintf(stderr, "resview nri: unknown argument `%s` (usage: resview nri [--socket PATH] [--hook PATH])\n",
                     argv[i]);
             return 2;
         }
     }
-    rv_log_init("nri", cfg);   /* its lines say resview-nri */
-    if (rv_nri_run(cfg, socket_path, &err) < 0) {
+    c = *cfg;
+    if (hook && (hook[0] != '/' || rv_snprintf(c.hook_path, sizeof(c.hook_path), "%s", hook) < 0)) {
+        fprintf(stderr, "resview nri: --hook: an absolute path, not `%s`\n", hook);
+        return 2;
+    }
+    rv_log_init("nri", &c);   /* its lines say resview-nri */
+    if (rv_nri_run(&c, socket_path, &err) < 0) {
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }

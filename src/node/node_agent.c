@@ -4,6 +4,7 @@
 #include "resview/node_agent.h"
 #include "hostexec.h"
 #include "resview/lxcfs.h"
+#include "resview/nri.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -181,6 +182,23 @@ static pid_t watch_start(const struct rv_node_children *ch, struct rv_error *err
     return pid;
 }
 
+static pid_t nri_start(const struct rv_node_children *ch, struct rv_error *err)
+{
+    char self[PATH_MAX] = "/proc/self/exe";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *argv[] = { self, "nri", "--socket", (char *)ch->nri_socket, "--hook", (char *)ch->hook_path, NULL };
+
+    if (n > 0)
+        self[n] = '\0';
+    if (ch->rv_config)
+        setenv("RESVIEW_CONFIG", ch->rv_config, 1);
+    pid_t pid = spawn(argv, false, err);
+    if (pid > 0)
+        rv_node_say("nri: pid %d, the NRI plugin on `%s` (hook `%s`)", (int)pid, ch->nri_socket,
+                    ch->hook_path);
+    return pid;
+}
+
 void rv_node_children_start(struct rv_node_children *ch)
 {
     struct rv_error err = { 0 };
@@ -192,6 +210,14 @@ void rv_node_children_start(struct rv_node_children *ch)
             ch->watch_retry = rv_now_ms() + 5000;
         } else {
             ch->watch = p;
+        }
+    }
+    if (ch->nri_socket && !ch->nri && rv_now_ms() >= ch->nri_retry) {
+        if ((p = nri_start(ch, &err)) < 0) {
+            rv_node_say("nri: %s", err.msg);
+            ch->nri_retry = rv_now_ms() + 5000;
+        } else {
+            ch->nri = p;
         }
     }
     if (!ch->lxcfs && rv_now_ms() >= ch->lxcfs_retry) {
@@ -219,19 +245,24 @@ void rv_node_children_reap(struct rv_node_children *ch)
             rv_node_say("watch: pid %d ended (status %d); starting it again", (int)p, code);
             ch->watch = 0;
             ch->watch_retry = rv_now_ms() + 1000;
+        } else if (p == ch->nri) {
+            rv_node_say("nri: pid %d ended (status %d); starting it again", (int)p, code);
+            ch->nri = 0;
+            ch->nri_retry = rv_now_ms() + 1000;
         }
     }
 }
 
 void rv_node_children_stop(struct rv_node_children *ch, bool detach)
 {
-    pid_t *all[] = { &ch->watch, &ch->lxcfs };
+    /* the plugin first: containers created after it are created unchanged */
+    pid_t *all[] = { &ch->nri, &ch->watch, &ch->lxcfs };
     struct rv_error err;
 
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < 3; i++)
         if (*all[i] > 0)
             kill(*all[i], SIGTERM);
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         bool gone = false;
         if (*all[i] <= 0)
             continue;
@@ -290,6 +321,7 @@ int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cf
 {
     static struct rv_node_gpu gpu;
     const char *mode = env_or("RESVIEW_NODE_MODE", "install");
+    bool nri = strcmp(mode, "nri") == 0;
     int gpu_mode = rv_node_gpu_mode_parse(env_or("RESVIEW_NODE_GPU_CONTAINERS", "gpu"));
 
     *n = (struct rv_node_settings){
@@ -303,13 +335,15 @@ int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cf
         .rv_config = RV_CONFIG_DEFAULT,
         .lock_path = "/run/resview/node.lock",
         .host_pid = env_or("RESVIEW_NODE_HOST_PID", "1"),
+        .nri_socket = env_or("RESVIEW_NODE_NRI_SOCKET", RV_NRI_SOCKET_DEFAULT),
     };
     if (parse_bool("RESVIEW_NODE_SET_AS_DEFAULT", env_or("RESVIEW_NODE_SET_AS_DEFAULT", "false"),
                    &n->ctd.set_default, err) < 0)
         return -1;
-    if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0)
-        return rv_fail(err, 0, "RESVIEW_NODE_MODE: expected install or uninstall, not `%s`", mode);
+    if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0 && !nri)
+        return rv_fail(err, 0, "RESVIEW_NODE_MODE: expected install, nri or uninstall, not `%s`", mode);
     n->uninstall = strcmp(mode, "uninstall") == 0;
+    n->nri = nri;
     if (gpu_mode < 0)
         return rv_fail(err, 0, "RESVIEW_NODE_GPU_CONTAINERS: expected gpu, all or none, not `%s`",
                        getenv("RESVIEW_NODE_GPU_CONTAINERS"));
@@ -326,6 +360,14 @@ int rv_node_settings_check(struct rv_node_settings *n, struct rv_error *err)
     if (rv_parse_u64(n->host_pid, &hp) < 0 || hp == 0 || hp > INT32_MAX)
         return rv_fail(err, 0, "host pid `%s`: expected a process id", n->host_pid);
     n->ctd.host_pid = (pid_t)hp;
+    if (n->nri && n->uninstall)
+        n->nri = false;   /* `resview node uninstall` with the NRI overlay's values: uninstall */
+    if (n->nri && n->ctd.set_default)
+        return rv_fail(err, 0, "RESVIEW_NODE_SET_AS_DEFAULT=true makes resview containerd's default runtime: "
+                       "it goes with RESVIEW_NODE_MODE=install, not nri (which leaves containerd's "
+                       "configuration alone)");
+    if (n->nri && n->nri_socket[0] != '/')
+        return rv_fail(err, 0, "the NRI socket `%s`: expected an absolute path", n->nri_socket);
     if (!rv_node_restart_valid(n->ctd.restart))
         return rv_fail(err, 0, "restart mode `%s`: expected systemd, systemd:UNIT, none or "
                        "command:/ABSOLUTE/PATH", n->ctd.restart);

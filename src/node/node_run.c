@@ -13,6 +13,11 @@
  *              still has the entry; remove the binaries once nothing uses them
  *   ready      the readiness probe
  *
+ * NRI mode (RESVIEW_NODE_MODE=nri): run installs and supervises LXCFS and
+ * watch as above, and `resview nri` on the node's NRI socket instead of
+ * configure: containerd's files are neither written nor read, containerd is
+ * never restarted; ready checks the plugin's registration record.
+ *
  * When the pod ends nothing on the node is changed: the runtime entry, the
  * binaries and the configuration stay (a rollout must not restart containerd
  * twice); only LXCFS stops, and the next agent's `watch` heals the views. */
@@ -22,6 +27,7 @@
 #include "resview/node.h"
 #include "resview/node_agent.h"
 #include "resview/node_containerd.h"
+#include "resview/nri.h"
 #include "resview/proc.h"
 #include "resview/repair.h"
 #include "resview/state.h"
@@ -34,6 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #ifndef RV_VERSION
 #define RV_VERSION "0.1.0"
@@ -100,7 +107,9 @@ static int step_resview_config(const struct rv_node_settings *n, struct rv_error
     size_t len;
     bool exists;
 
-    if (rv_node_gpu_refresh(&n->ctd, err) < 0)
+    /* NRI mode: nothing to chain (the adjustment is in the spec before any
+     * runtime handler runs), and containerd's files are not read */
+    if (!n->nri && rv_node_gpu_refresh(&n->ctd, err) < 0)
         return rv_wrap(err, "containerd's configuration");
     if (our_config_text(n, ours, sizeof(ours)) < 0)
         return rv_fail(err, ENAMETOOLONG, "--lxcfs-dir");
@@ -264,6 +273,35 @@ static int uninstall_files(const struct rv_node_settings *n, bool *done, unsigne
 
 /* --- readiness ---------------------------------------------------------- */
 
+/* NRI mode: whether our plugin is registered on the node's socket (its
+ * record names a live process and that socket). 1 yes, 0 no; why says
+ * which. Asked every second by the agent and by every probe: the socket is
+ * looked at (stat), never connected to (containerd would log each one). */
+static int nri_registered(const struct rv_node_settings *n, char *why, size_t size)
+{
+    struct rv_nri_registration reg;
+    struct rv_error err = { 0 };
+    struct stat st;
+    int r = rv_nri_record_read(n->cfg, &reg, &err);
+
+    if (r == RV_NRI_REG_LIVE && strcmp(reg.socket, n->nri_socket) == 0) {
+        snprintf(why, size, "plugin (pid %d) registered with %s on `%s`", reg.pid, reg.runtime, reg.socket);
+        return 1;
+    }
+    if (r < 0)
+        snprintf(why, size, "%s", err.msg);
+    else if (r == RV_NRI_REG_LIVE)
+        snprintf(why, size, "the plugin (pid %d) registered on `%s`, not on `%s`", reg.pid, reg.socket,
+                 n->nri_socket);
+    else if (stat(n->nri_socket, &st) == 0 && S_ISSOCK(st.st_mode))
+        snprintf(why, size, "the plugin is not registered (yet) on `%s` (its log says why)", n->nri_socket);
+    else
+        snprintf(why, size, "the plugin is not registered: no socket `%s` (is NRI on in containerd? "
+                 "1.7: [plugins.\"io.containerd.nri.v1.nri\"] disable = false; 2.x: on by default)",
+                 n->nri_socket);
+    return 0;
+}
+
 int rv_node_ready(const struct rv_node_settings *n)
 {
     struct rv_error err = { 0 };
@@ -294,6 +332,14 @@ int rv_node_ready(const struct rv_node_settings *n)
         /* every container's views answer within a bound (a read in a bounded child) */
         ok &= rv_views_check(n->cfg, RV_VIEWS_READ_MS, 3000, stdout) == 0;
     }
+    if (n->nri) {
+        /* containerd's configuration is not ours in this mode: not even read */
+        r = nri_registered(n, why, sizeof(why));
+        printf("nri:        %s\n", why);
+        ok &= r == 1;
+        printf("%s\n", ok ? "ready" : "not ready");
+        return ok ? 0 : 1;
+    }
     if (rv_engine_read(n->ctd.config, &text, &len, &exists, &err) < 0)
         r = -1;
     else
@@ -322,15 +368,21 @@ int rv_node_run(const struct rv_node_settings *n)
     struct rv_node_children ch = {
         .lxcfs_bin = n->lxcfs_bin, .lxcfs_dir = n->lxcfs_dir,
         .rv_config = strcmp(n->rv_config, RV_CONFIG_DEFAULT) ? n->rv_config : NULL,
+        .nri_socket = n->nri ? n->nri_socket : NULL, .hook_path = n->hook_path,
     };
     struct rv_error err = { 0 };
     unsigned restarted = 0, in_use = 0;
     bool configured = false, files_done = false;
     long t0 = rv_now_ms(), next_try = 0;
     bool none = strcmp(n->ctd.restart, "none") == 0;
+    int nri_said = -1;
 
-    rv_node_say("resview node agent %s: %s (restart mode %s, containerd `%s`, CRI `%s`)", RV_VERSION,
-                n->uninstall ? "uninstall" : "install", n->ctd.restart, n->ctd.config, n->ctd.cri_socket);
+    if (n->nri)
+        rv_node_say("resview node agent %s: NRI mode (the plugin on `%s`; containerd's configuration "
+                    "is not touched, containerd not restarted)", RV_VERSION, n->nri_socket);
+    else
+        rv_node_say("resview node agent %s: %s (restart mode %s, containerd `%s`, CRI `%s`)", RV_VERSION,
+                    n->uninstall ? "uninstall" : "install", n->ctd.restart, n->ctd.config, n->ctd.cri_socket);
     if (take_lock(n, &err) < 0) {
         rv_node_say("%s", err.msg);
         return rv_node_stopping() ? 0 : 1;
@@ -348,6 +400,17 @@ int rv_node_run(const struct rv_node_settings *n)
     while (!rv_node_stopping()) {
         if (supervise)
             rv_node_children_start(&ch);
+        if (n->nri) {
+            /* said when it changes: registered, or not (the runtime restarting) */
+            char why[PATH_MAX + 256];
+            int reg = nri_registered(n, why, sizeof(why));
+            if (reg != nri_said && reg && nri_said == -1)
+                rv_node_say("node ready in %ld ms (NRI mode: %s)", rv_now_ms() - t0, why);
+            else if (reg != nri_said && (reg || nri_said == 1))
+                rv_node_say("nri: %s", why);
+            nri_said = nri_said == -1 && !reg ? -1 : reg;
+            configured = true;
+        }
         if (!configured && rv_now_ms() >= next_try) {
             if (rv_node_containerd_apply(&n->ctd, &restarted, &err) == 0) {
                 configured = true;
@@ -359,7 +422,7 @@ int rv_node_run(const struct rv_node_settings *n)
                 next_try = rv_now_ms() + (none ? 5000 : 30000);
             }
         }
-        if (!n->uninstall && configured && rv_node_containerd_changed(&n->ctd)) {
+        if (!n->uninstall && !n->nri && configured && rv_node_containerd_changed(&n->ctd)) {
             /* containerd's files changed (NVIDIA's toolkit installed, upgraded, removed): read
              * them again, chain accordingly, and put the entry back if it was lost */
             rv_node_say("containerd: its configuration changed; reading it again");
@@ -386,7 +449,8 @@ int rv_node_run(const struct rv_node_settings *n)
         rv_node_wait(1000);
         rv_node_children_reap(&ch);
     }
-    rv_node_say("stopping: LXCFS and watch end; the node's configuration and binaries stay");
+    rv_node_say("stopping: LXCFS%s and watch end; the node's configuration and binaries stay",
+                n->nri ? ", the NRI plugin" : "");
     rv_node_children_stop(&ch, false);
     return 0;
 }
@@ -405,6 +469,10 @@ int rv_node_step(const struct rv_node_settings *n, const char *step)
     if (strcmp(step, "install") == 0) {
         if (step_install(n, &err) < 0 || step_resview_config(n, &err) < 0)
             goto fail;
+        return 0;
+    }
+    if (n->nri) {
+        printf("resview node %s: NRI mode: containerd's configuration is not touched\n", step);
         return 0;
     }
     if (rv_node_containerd_apply(&n->ctd, &restarted, &err) < 0)

@@ -2,12 +2,15 @@
  * socket, register, answer its calls (nri_handle.c) until it goes away,
  * then connect again with backoff. One thread: a call is answered before the
  * next is read, each within the runtime's request timeout (the edits read a
- * few cgroup files and decide). */
+ * few cgroup files and decide). Once configured, it writes its registration
+ * record (nri_record.c) for `resview doctor` and the node agent's readiness;
+ * the record goes when the connection ends, and on SIGTERM or SIGINT. */
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -21,6 +24,27 @@
 /* NRI's default registration timeout is 5 s: the runtime's Configure comes
  * well before this, or the runtime is not listening to us */
 #define CONFIGURE_WAIT_MS 30000
+
+/* The record's path, and whether we wrote it: the signal handler removes it
+ * (unlink and _exit are async-signal-safe). */
+static char record_path[PATH_MAX];
+static volatile sig_atomic_t record_written;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    if (record_written)
+        unlink(record_path);
+    _exit(0);
+}
+
+static void record_drop(void)
+{
+    if (record_written) {
+        record_written = 0;
+        unlink(record_path);
+    }
+}
 
 static void sleep_ms(long ms)
 {
@@ -87,10 +111,20 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
             continue;   /* a stream's data: no method of NRI streams */
         /* as the shim at each create: the hook may come (or go) while we run */
         p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
+        bool was_configured = p->configured;
         if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
             return rv_fail(err, ENOMEM, "NRI: an answer");
         if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
             return -1;
+        if (p->configured && !was_configured) {
+            /* Configure answered: the runtime calls us from now on */
+            struct rv_error e;
+            if (rv_nri_record_write(p->cfg, p->socket, p->runtime[0] ? p->runtime : "?", &e) < 0)
+                rv_log(RV_WARN, "NRI: the registration record: %s (doctor and the node agent "
+                       "will say the plugin is not registered)", e.msg);
+            else
+                record_written = 1;
+        }
         long took = rv_now_ms() - t0;
         if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
             rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,
@@ -155,6 +189,7 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
             goto out;
     }
 out:
+    record_drop();
     rv_mux_in_free(&in);
     return r;
 }
@@ -165,13 +200,29 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
     long backoff = BACKOFF_MIN_MS;
     bool said_down = false;
 
-    (void)err;
+    struct sigaction sa = { .sa_handler = on_stop };
+    sigset_t stop;
+
     rv_host_defaults(&host);
     signal(SIGPIPE, SIG_IGN);
+    if (rv_nri_record_path(cfg, record_path, sizeof(record_path)) < 0)
+        return rv_fail(err, ENAMETOOLONG, "state_dir `%s`", cfg->state_dir);
+    /* a record that a killed plugin left (SIGKILL) is not ours to trust */
+    struct rv_nri_registration old;
+    struct rv_error e0;
+    if (rv_nri_record_read(cfg, &old, &e0) == RV_NRI_REG_STALE)
+        unlink(record_path);
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stop, NULL);
     rv_log(RV_INFO, "NRI: plugin %s (index %s) on `%s`", RV_NRI_PLUGIN_NAME, RV_NRI_PLUGIN_IDX,
            socket_path);
     for (;;) {
-        struct rv_nri_plugin p = { .cfg = cfg, .host = &host,
+        struct rv_nri_plugin p = { .cfg = cfg, .host = &host, .socket = socket_path,
                                    .hook_missing = access(cfg->hook_path, X_OK) != 0 };
         struct rv_error e;
         cleanup_close int fd = dial(socket_path, &e);

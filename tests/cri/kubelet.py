@@ -9,10 +9,12 @@ hooks/kubernetes/ are run by this, field by field as the kubelet maps them.
   kubelet.py GEN_DIR status    SOCKET ID                           -> {"state", "started_at", ...}
   kubelet.py GEN_DIR stop-pod  SOCKET POD_ID GRACE_S ID...         (delete a pod: stop with grace, remove)
   kubelet.py GEN_DIR hostpath  PATH TYPE                           (the kubelet's hostPath type check)
+  kubelet.py GEN_DIR render    MANIFEST KUSTOMIZATION_DIR          (the DaemonSet after the overlay's patches, JSON)
 
 GEN_DIR holds cri_pb2*.py (grpc_tools.protoc of tests/cri/cri.proto).
 SCENARIO_JSON: {"socket", "manifest" (a Pod or DaemonSet YAML), "kustomization"
-(directory: configMapGenerator literals for envFrom, images), "runtimeclasses"
+(directory: configMapGenerator literals for envFrom, images, and an
+overlay's base and patches), "runtimeclasses"
 (YAML of RuntimeClass objects, for runtimeClassName), "node_root" (hostPath
 volumes are taken below it for the type check, and in the mounts unless
 "mount_root" says otherwise: "" when the containerd runs in the node's own
@@ -60,11 +62,60 @@ def load_objects(path):
 
 
 def kustomization(d):
+    """configMapGenerator literals, images and patches of the kustomization in
+    d, after those of the bases it lists in resources (a directory: an
+    overlay, as hooks/kubernetes-nri/; `behavior: merge` literals update the
+    base's map; patches apply after the base's)."""
     k = yaml.safe_load(open(os.path.join(d, "kustomization.yaml")))
-    maps = {}
+    maps, images, patches = {}, [], []
+    for r in k.get("resources", []):
+        if os.path.isdir(os.path.join(d, r)):
+            m, i, p = kustomization(os.path.join(d, r))
+            maps.update(m)
+            images += i
+            patches += p
     for g in k.get("configMapGenerator", []):
-        maps[g["name"]] = dict(lit.split("=", 1) for lit in g.get("literals", []))
-    return maps, k.get("images", [])
+        lit = dict(x.split("=", 1) for x in g.get("literals", []))
+        if g.get("behavior") == "merge":
+            maps.setdefault(g["name"], {}).update(lit)
+        else:
+            maps[g["name"]] = lit
+    images += k.get("images", [])
+    for p in k.get("patches", []):
+        patches.append(yaml.safe_load(open(os.path.join(d, p["path"])) if "path" in p else p["patch"]))
+    return maps, images, patches
+
+
+def merge_key(items):
+    return "mountPath" if all(isinstance(i, dict) and "mountPath" in i for i in items) else "name"
+
+
+def strategic_merge(base, patch):
+    """A strategic merge patch as kustomize applies one to the lists these
+    manifests have: maps merge, lists of maps merge by name (volumeMounts by
+    mountPath; patch items first, as kustomize orders them), other lists are
+    replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = strategic_merge(base[k], v) if k in base else v
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and all(isinstance(i, dict) for i in base + patch):
+        key = merge_key(base + patch)
+        byk = {i.get(key): i for i in base}
+        out = [strategic_merge(byk[i.get(key)], i) if i.get(key) in byk else i for i in patch]
+        seen = {i.get(key) for i in patch}
+        return out + [i for i in base if i.get(key) not in seen]
+    return patch
+
+
+def apply_patches(obj, patches):
+    for p in patches:
+        if p.get("kind") == obj.get("kind") and p.get("metadata", {}).get("name") == obj.get("metadata", {}).get("name"):
+            if p.get("$patch") == "delete":
+                return None
+            obj = strategic_merge(obj, {k: v for k, v in p.items() if k not in ("apiVersion", "kind", "metadata")})
+    return obj
 
 
 def quantity_cpu_millis(q):
@@ -100,9 +151,10 @@ def hostpath_check(path, typ):
 def run_pod(sc):
     objs = load_objects(sc["manifest"])
     obj = next(o for o in objs if o.get("kind") in ("Pod", "DaemonSet"))
+    maps, images, patches = kustomization(sc["kustomization"]) if sc.get("kustomization") else ({}, [], [])
+    obj = apply_patches(obj, patches)
     tmpl = obj["spec"]["template"] if obj["kind"] == "DaemonSet" else obj
     spec = tmpl["spec"]
-    maps, images = kustomization(sc["kustomization"]) if sc.get("kustomization") else ({}, [])
     handler = ""
     if spec.get("runtimeClassName"):
         rcs = [o for o in load_objects(sc["runtimeclasses"]) if o.get("kind") == "RuntimeClass"]
@@ -216,6 +268,10 @@ def main():
         rt.RemovePodSandbox(pb.RemovePodSandboxRequest(pod_sandbox_id=a[1]), timeout=60)
     elif cmd == "hostpath":
         hostpath_check(a[0], a[1])
+    elif cmd == "render":
+        obj = next(o for o in load_objects(a[0]) if o.get("kind") == "DaemonSet")
+        maps, images, patches = kustomization(a[1])
+        print(json.dumps({"daemonset": apply_patches(obj, patches), "configmaps": maps, "images": images}))
     else:
         die("unknown command %s" % cmd)
 

@@ -73,6 +73,52 @@ rv_config "$T/sc3.json" "{\"fuse\": {\"allowed\": true, \"seccomp_profile\": \"$
 out=$(RESVIEW_CONFIG=$T/sc3.json "$CLI" doctor 2>&1)
 t_contains "an unknown syscall name in the profile is reported" "$out" "unknown syscall \`no_such_call_xyz\`"
 
+# NRI (hooks/kubernetes/README.md "The DaemonSet in NRI mode"): the runtime-class mode needs none,
+# so a runtime without it is information, not a problem
+out=$("$CLI" doctor 2>&1); rc=$?
+t_contains "NRI: a line on the node's NRI socket, by its path" "$out" "NRI: \`/var/run/nri/nri.sock\`"
+out=$("$CLI" doctor --nri-socket "$T/none.sock" 2>&1); rc=$?
+t_line "no NRI socket: information, saying the mode that needs none" "$out" \
+    "info  NRI: \`$T/none.sock\`: no such socket: the runtime has no NRI on here (containerd 1.6 has none, 1.7 has it off by default); resview works through its runtime entry"
+t_line "…and resview's plugin is not registered" "$out" "info  NRI: resview's plugin is not registered"
+t_eq "…which is no problem (exit 0)" "$rc" "0"
+# a socket that takes connections into its backlog and never accepts: doctor does not wait on it
+/usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(120)' "$T/nri.sock" &
+lpid=$!
+t_cleanup "kill $lpid 2>/dev/null"
+for _ in $(seq 100); do [ -S "$T/nri.sock" ] && break; sleep 0.1; done
+start=$(date +%s%N)
+out=$("$CLI" doctor --nri-socket "$T/nri.sock" 2>&1)
+t_line "NRI on: the socket accepts connections" "$out" "ok    NRI: the runtime's socket \`$T/nri.sock\` accepts connections (NRI is on)"
+t_line "…resview's plugin not registered: said how to register it" "$out" \
+    "info  NRI: resview's plugin is not registered (\`resview nri\`, or the DaemonSet's NRI variant, registers it)"
+"$CLI" doctor --nri-socket "$T/nri.sock" >/dev/null 2>&1
+# its backlog (1) full of connections nobody accepts: refused at once, not waited for
+out=$("$CLI" doctor --nri-socket "$T/nri.sock" 2>&1)
+t_line "a socket whose backlog is full: a warning, not a wait" "$out" \
+    "warn  NRI: the runtime's socket \`$T/nri.sock\` is there, but it does not accept now (its backlog is full): plugins cannot register now"
+t_ok "…doctor never waits on the socket (three runs under 15 s)" test $(( ($(date +%s%N) - start) / 1000000 )) -lt 15000
+# the plugin's record names a process that is gone (a plugin killed with SIGKILL)
+sh -c 'exit 0' & dead=$!; wait $dead
+mkdir -p "$T/state"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null; rm -f "$T/nri.sock"
+/usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(120)' "$T/nri.sock" &
+lpid=$!
+t_cleanup "kill $lpid 2>/dev/null"
+for _ in $(seq 100); do [ -S "$T/nri.sock" ] && break; sleep 0.1; done
+echo "{\"pid\": $dead, \"start\": 1, \"socket\": \"$T/nri.sock\", \"runtime\": \"containerd v2.1.9\"}" >"$T/state/nri-plugin.json"
+out=$("$CLI" doctor 2>&1)
+t_contains "a record of a plugin that is gone: the record's socket is checked" "$out" "ok    NRI: the runtime's socket \`$T/nri.sock\`"
+t_contains "…and a warning: not registered, the plugin (pid $dead) gone" "$out" \
+    "warn  NRI: resview's plugin is not registered: the plugin (pid $dead) that registered on \`$T/nri.sock\` is gone"
+kill $lpid 2>/dev/null; wait $lpid 2>/dev/null
+out=$("$CLI" doctor 2>&1)
+t_contains "…nothing listens there any more: information only" "$out" \
+    "info  NRI: resview's plugin is not registered: the plugin (pid $dead) that registered on \`$T/nri.sock\` is gone"
+rm -f "$T/state/nri-plugin.json"
+
 # FUSE (profiles/README.md "What the next runtime and the kernel must do"): off by default; when allowed, the kernel, the next
 # runtime's listener support, the FUSE runtime name, running brokers.
 rv_config "$T/nofuse.json"

@@ -11,7 +11,11 @@
 # K8S_RUNTIME=default (this file): RESVIEW_NODE_SET_AS_DEFAULT=true, so after
 # the first install every pod, the agent's own included, is created through
 # resview; K8S_RUNTIME=runtimeclass (48-kubernetes-rc.sh): workloads ask for
-# runtimeClassName: resview, the agent runs on runc.
+# runtimeClassName: resview, the agent runs on runc; K8S_RUNTIME=nri
+# (48-kubernetes-nri.sh): the NRI variant, hooks/kubernetes-nri/ (the base
+# manifest with that overlay's values and patches), on a containerd with NRI
+# on (1.7 and later; skipped before): one section of its own (below), then the
+# script ends.
 #
 # The node: a root $NODE and a mount namespace of its own (pid "NODE_INIT",
 # named to the agent as the host by RESVIEW_NODE_HOST_PID), where containerd
@@ -46,8 +50,16 @@ if [ "${K8S_OPT_OUT:-1}" = 0 ]; then
     sed -i '/resview.io\/\(lxcfs\|env\): "false"/d' "$K8S/daemonset.yaml"
     echo "# the agent's pod template without its opt-out annotations"
 fi
-case $MODE in default|runtimeclass) ;; *) echo "not ok - K8S_RUNTIME: default or runtimeclass, not $MODE"; exit 1;; esac
+case $MODE in default|runtimeclass|nri) ;; *) echo "not ok - K8S_RUNTIME: default, runtimeclass or nri, not $MODE"; exit 1;; esac
 echo "# runtime: $MODE"
+KUST=$K8S   # the kustomization whose values (and patches) apply
+if [ "$MODE" = nri ]; then
+    ver=$(containerd --version 2>/dev/null | awk '{print $3}'); ver=${ver#v}
+    case $ver in
+        ""|0.*|1.[0-6].*|1.[0-6]) echo "ok 1 - skipped: containerd ${ver:-(none)} has no NRI (1.7 and later have it)"; exit 0 ;;
+    esac
+    KUST=$TOP/hooks/kubernetes-nri
+fi
 
 make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1 ||
     { echo "not ok - make image"; sed 's/^/#   /' "$T/image.log" | tail -5; exit 1; }
@@ -109,6 +121,12 @@ version = 2
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = $SYSTEMD_CGROUP
 EOF
+if [ "$MODE" = nri ]; then
+    # NRI on (2.x: the default; 1.7: off unless said), on its default socket
+    # /var/run/nri/nri.sock, /var/run being /run as on any host
+    printf '\n[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n' >>"$NODE/etc/containerd/config.toml"
+    ln -s ../run "$NODE/var/run"
+fi
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
 cat >"$T/node-containerd" <<EOF
 #!/bin/sh
@@ -181,7 +199,7 @@ restarts() { wc -l <"$T/restarts"; }
 run_pod() {
     local name=$1 manifest=$2 env=${3:-'{}'} extra=${4:-'{}'}
     mkdir -p "$T/logs/$name"
-    jq -n --arg sock "$SOCK" --arg m "$manifest" --arg k "$K8S" --arg rc "$K8S/runtimeclass.yaml" \
+    jq -n --arg sock "$SOCK" --arg m "$manifest" --arg k "$KUST" --arg rc "$K8S/runtimeclass.yaml" \
         --arg root "$NODE" --arg name "$name" --arg logs "$T/logs/$name" --arg cg "$(pod_cgroup "$name")" \
         --argjson env "$env" --argjson extra "$extra" \
         '{socket: $sock, manifest: $m, kustomization: $k, runtimeclasses: $rc, node_root: $root,
@@ -270,6 +288,54 @@ after_case() { # CASE SAME(1: no pod restarted)
     [ "$2" = 1 ] && t_eq "$1: no workload restarted (same containers, same start, attempt 0)" "$(snap)" "$SNAP"
     return 0
 }
+
+# --- NRI mode: the overlay hooks/kubernetes-nri/ ------------------------------------
+if [ "$MODE" = nri ]; then
+    ctd0=$(cat "$T/nodectd.pid")
+    t0=$(date +%s%N)
+    # the overlay's values as shipped (RESVIEW_NODE_MODE=nri, its socket); only the host's pid is ours
+    run_pod agent1 "$K8S/daemonset.yaml" "$(jq -n --arg p "$NODE_INIT" '{RESVIEW_NODE_HOST_PID: $p}')"
+    t_eq "nri: agent pod created from the overlay's values (on runc)" "$(cat "$T/agent1.err")" ""
+    t_ready nri agent1 60
+    echo "# agent ready $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kubelet stand-in's RunPodSandbox"
+    t_contains "nri: the readiness probe: the plugin registered with containerd" "$(cat "$T/agent1.probe")" \
+        "nri:        plugin (pid"
+    t_contains "nri: the agent says NRI mode" "$(agent_log agent1)" "NRI mode"
+    t_eq "nri: containerd not restarted (the same process)" "$(restarts) $(cat "$T/nodectd.pid")" "0 $ctd0"
+    t_ok "nri: config.toml byte for byte unchanged" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
+    t_ok "nri: no backup of config.toml made" test ! -e "$NODE/etc/containerd/config.toml.resview-backup"
+    run_pod w1 "$WORKLOAD"; WORKLOADS=w1
+    t_eq "nri: a workload created with the default runtime (runc, no runtime class)" "$(cat "$T/w1.err")" ""
+    t_ok "nri: it reads its views (MemTotal of its limit)" all_views 20
+    t_contains "nri: GOMAXPROCS=1 (its 1 CPU)" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
+    # doctor as an operator runs it: kubectl -n resview-system exec ds/resview-node -- resview doctor
+    out=$(timeout 60 $KUBELET exec "$SOCK" "$(cid agent1 agent)" --timeout 30 -- /usr/local/bin/resview doctor 2>&1)
+    t_contains "nri: doctor in the agent's pod: NRI on" "$out" \
+        "ok    NRI: the runtime's socket \`/var/run/nri/nri.sock\` accepts connections (NRI is on)"
+    t_contains "nri: doctor: resview's plugin registered" "$out" "ok    NRI: resview's plugin (pid"
+    # the plugin killed: the agent starts it again, and it registers again
+    rec=$NODE/run/resview/nri-plugin.json
+    old=$(jq -r .pid "$rec")
+    kill -9 "$old"
+    t_ok "nri: the plugin killed: the agent starts another, which registers" \
+        wait_for sh -c "p=\$(jq -r .pid '$rec') && [ \"\$p\" != '$old' ] && kill -0 \"\$p\""
+    t_contains "nri: …the agent said so" "$(agent_log agent1)" "nri: pid $old ended"
+    run_pod w3 "$WORKLOAD"; WORKLOADS="$WORKLOADS w3"
+    t_ok "nri: a workload created after that reads its views" all_views 20
+    # the agent's pod deleted (SIGTERM): the plugin leaves, containerd stays as it was
+    delete_pod agent1 30
+    t_ok "nri: agent pod deleted: the plugin removed its record" test ! -e "$rec"
+    rv_config "$T/node-doctor.json" "{\"state_dir\": \"$NODE/run/resview\"}"
+    out=$(RESVIEW_CONFIG=$T/node-doctor.json "$CLI" doctor --nri-socket "$NODE/run/nri/nri.sock" 2>&1)
+    t_contains "nri: doctor on the node: NRI still on" "$out" "ok    NRI: the runtime's socket"
+    t_contains "nri: doctor: the plugin is not registered" "$out" "info  NRI: resview's plugin is not registered"
+    run_pod w4 "$WORKLOAD"
+    t_not_contains "nri: a workload created without the plugin: created, unchanged" \
+        "$(cat "$T/w4.err"; kexec "$(cid w4 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS"
+    t_ok "nri: after all that, config.toml byte for byte unchanged" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
+    t_eq "nri: containerd never restarted" "$(restarts) $(cat "$T/nodectd.pid")" "0 $ctd0"
+    exit 0   # the workloads go with the node (node_kill_all)
+fi
 
 # --- 1. first install -------------------------------------------------------------
 t0=$(date +%s%N)

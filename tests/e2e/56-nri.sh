@@ -4,7 +4,8 @@
 # CRI API with the default runtime (runc: no runtime class, no runtime entry
 # of ours), and the plugin's adjustment checked inside the containers: the
 # variables (main process and an exec session), /proc/meminfo from LXCFS, the
-# opt-outs; then the plugin killed (containers are created unchanged, none
+# opt-outs; doctor's NRI lines (NRI on, the plugin registered; killed: not
+# registered); then the plugin killed (containers are created unchanged, none
 # blocked), restarted, and containerd restarted under it (it registers again).
 # A containerd without NRI (before 1.7: Debian 12's 1.6) is one `ok` line
 # saying so: the test needs Debian 13 or later (tests/v2, make e2e-next).
@@ -52,6 +53,12 @@ registered() { [ "$(grep -c 'NRI: registered as resview' "$T/resview.log" 2>/dev
 plugin_start
 t_ok "resview nri registered with containerd (Configure came)" wait_for registered 1
 t_contains "the plugin says which runtime" "$(grep 'registered as' "$T/resview.log")" "containerd"
+wait_for test -e "$T/state/nri-plugin.json"   # written just after the log line
+out=$(RESVIEW_CONFIG=$T/config.json "$CLI" doctor 2>&1)
+t_contains "doctor: NRI on (the record's socket accepts)" "$out" \
+    "ok    NRI: the runtime's socket \`$NRI_SOCK\` accepts connections (NRI is on)"
+t_contains "doctor: resview's plugin registered with containerd" "$out" \
+    "ok    NRI: resview's plugin (pid $PLUGIN_PID) registered with containerd"
 
 # scenario NAME CONTAINERS_JSON [POD_ANNOTATIONS]: no runtime handler (the
 # default, runc); a PID namespace per container, as the kubelet asks for it
@@ -107,7 +114,11 @@ t_not_contains "pod annotation resview.io/env=false: no variables" "$(jq -r '.c.
 one='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912}]'
 # the plugin killed: containers are created, unchanged, without waiting
+killed=$PLUGIN_PID
 plugin_stop
+out=$(RESVIEW_CONFIG=$T/config.json "$CLI" doctor 2>&1)
+t_contains "doctor, the plugin killed: not registered, its process gone" "$out" \
+    "warn  NRI: resview's plugin is not registered: the plugin (pid $killed) that registered on \`$NRI_SOCK\` is gone"
 start=$(date +%s)
 res=$(scenario pod3 "$one")
 t_contains "plugin gone: the container is created and runs" "$(jq -r '.c.log' <<<"$res")" "PATH="
@@ -132,4 +143,4 @@ res=$(scenario pod5 "$one")
 t_contains "after containerd's restart: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
 t_contains "after containerd's restart: the views" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
 t_not_contains "no error in the plugin's log" "$(grep ' error resview-nri' "$T/resview.log" | grep -v 'connecting again')" "NRI"
-[ -n "${VERBOSE:-}" ] && sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20
+if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20; fi

@@ -5,6 +5,7 @@
 #include "node/cri.h"
 #include "node/hostexec.h"
 #include "resview/node.h"
+#include "resview/node_agent.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -205,6 +206,30 @@ int main(void)
     close(ls);
     ok(rv_cri_version(sa.sun_path, 300, name, sizeof(name), version, sizeof(version), &err) < 0 &&
        strstr(err.msg, "connect"), "nobody listening: connect fails: %s", err.msg);
+
+    /* the agent's modes (RESVIEW_NODE_MODE): NRI mode's settings */
+    struct rv_node_settings ns;
+    struct rv_config cfg;
+    rv_config_defaults(&cfg);
+    setenv("RESVIEW_NODE_MODE", "nri", 1);
+    ok(rv_node_settings_init(&ns, &cfg, &err) == 0 && rv_node_settings_check(&ns, &err) == 0 && ns.nri &&
+       !ns.uninstall && strcmp(ns.nri_socket, "/var/run/nri/nri.sock") == 0,
+       "RESVIEW_NODE_MODE=nri: NRI mode on NRI's default socket");
+    ns.uninstall = true;   /* `resview node uninstall` with the NRI overlay's values */
+    ok(rv_node_settings_check(&ns, &err) == 0 && !ns.nri && ns.ctd.uninstall, "…uninstall wins over nri");
+    setenv("RESVIEW_NODE_NRI_SOCKET", "nri.sock", 1);
+    ok(rv_node_settings_init(&ns, &cfg, &err) == 0 && rv_node_settings_check(&ns, &err) < 0 &&
+       strstr(err.msg, "absolute"), "a relative NRI socket refused: %s", err.msg);
+    unsetenv("RESVIEW_NODE_NRI_SOCKET");
+    setenv("RESVIEW_NODE_SET_AS_DEFAULT", "true", 1);
+    ok(rv_node_settings_init(&ns, &cfg, &err) == 0 && rv_node_settings_check(&ns, &err) < 0 &&
+       strstr(err.msg, "not nri"), "nri with SET_AS_DEFAULT=true refused: %s", err.msg);
+    unsetenv("RESVIEW_NODE_SET_AS_DEFAULT");
+    setenv("RESVIEW_NODE_MODE", "runtimeclass", 1);
+    ok(rv_node_settings_init(&ns, &cfg, &err) < 0 && strstr(err.msg, "install, nri or uninstall"),
+       "an unknown mode names the three: %s", err.msg);
+    unsetenv("RESVIEW_NODE_MODE");
+    ok(rv_node_settings_init(&ns, &cfg, &err) == 0 && !ns.nri, "the default mode is install, not NRI");
 
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

@@ -1,8 +1,10 @@
 /* test_nri.c - the NRI plugin: ttrpc framing and NRI's multiplexer, the
  * runtime's calls in and the answers out (fixtures encoded with the
  * generated messages), malformed input, and one connection to a fake
- * runtime on a Unix socket (register, configure, create, reconnect). The
- * fake runtime also times a real plugin for `make bench` (RESVIEW_NRI_BENCH). */
+ * runtime on a Unix socket (register, configure, create, reconnect), with
+ * the registration record it keeps for doctor and the node agent; the
+ * socket probe. The fake runtime also times a real plugin for `make bench`
+ * (RESVIEW_NRI_BENCH). */
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
@@ -542,10 +544,23 @@ static void test_socket(void)
     ok(fd >= 0, "the plugin found the socket and registered on connection 2");
     Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
     conf.request_timeout = 2000;
+    struct rv_nri_registration reg;
+    struct rv_error rerr;
+    ok(rv_nri_record_read(&cfg, &reg, &rerr) == RV_NRI_REG_NONE, "no registration record before Configure");
+    conf.runtime_name = "fakerd";
+    conf.runtime_version = "v9";
     ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && resp->status && resp->status->code == 0,
        "Configure over the socket: answered on connection 1, stream 1");
     if (resp)
         ttrpc__response__free_unpacked(resp, NULL);
+    /* written once the answer is sent: a moment after we read it */
+    int rr = RV_NRI_REG_NONE;
+    for (int i = 0; i < 40 && (rr = rv_nri_record_read(&cfg, &reg, &rerr)) != RV_NRI_REG_LIVE; i++)
+        usleep(50000);
+    ok(rr == RV_NRI_REG_LIVE && reg.pid == pid && strcmp(reg.socket, sock) == 0 &&
+       strcmp(reg.runtime, "fakerd v9") == 0 && reg.since > 0,
+       "configured: the record names the plugin's pid, the socket and the runtime (%d, pid %d, `%s`)", rr,
+       reg.pid, reg.runtime);
     fixture(&f);
     ok(runtime_call(fd, &in, 3, "CreateContainer", &f.req.base, &resp) == 0, "CreateContainer over the socket");
     nri_create_resp *cr = resp ? nri__pkg__api__v1alpha1__create_container_response__unpack(
@@ -558,6 +573,9 @@ static void test_socket(void)
     /* the runtime restarts: the plugin comes back */
     close(fd);
     rv_mux_in_free(&in);
+    for (int i = 0; i < 40 && rv_nri_record_read(&cfg, &reg, &rerr) != RV_NRI_REG_NONE; i++)
+        usleep(50000);
+    ok(rv_nri_record_read(&cfg, &reg, &rerr) == RV_NRI_REG_NONE, "the runtime went away: the record is removed");
     fd = accept_register(lfd, &in);
     ok(fd >= 0, "after the runtime closed the connection, the plugin registers again");
     ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "and is configured again");
@@ -570,11 +588,70 @@ static void test_socket(void)
     rv_mux_in_free(&in);
     fd = accept_register(lfd, &in);
     ok(fd >= 0, "after a broken stream, the plugin registers again");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
+    for (int i = 0; i < 40 && rv_nri_record_read(&cfg, &reg, &rerr) != RV_NRI_REG_LIVE; i++)
+        usleep(50000);
+    ok(rv_nri_record_read(&cfg, &reg, &rerr) == RV_NRI_REG_LIVE, "…and the record is back");
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    int status = 0;
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+       rv_nri_record_read(&cfg, &reg, &rerr) == RV_NRI_REG_NONE,
+       "SIGTERM: the plugin removes its record and exits 0 (status %d)", status);
     close(fd);
     rv_mux_in_free(&in);
     close(lfd);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+}
+
+/* A record whose process is gone (a plugin killed with SIGKILL), one that
+ * is not a record, and the socket probe. */
+static void test_record_probe(void)
+{
+    struct rv_nri_registration reg;
+    struct rv_error err;
+    char why[256], path[512];
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", &err) < 0);
+    int status;
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child wrote a record and exited");
+    ok(rv_nri_record_read(&cfg, &reg, &err) == RV_NRI_REG_STALE && reg.pid == pid &&
+       strcmp(reg.socket, "/x/nri.sock") == 0, "its process is gone: the record is stale, its fields read");
+    ok(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", &err) == 0 &&
+       rv_nri_record_read(&cfg, &reg, &err) == RV_NRI_REG_LIVE && reg.pid == getpid(), "our own record: live");
+    /* the same pid with another start time: a reused pid is not the plugin */
+    rv_nri_record_path(&cfg, path, sizeof(path));
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "{\"pid\": %d, \"start\": 1, \"socket\": \"/s\", \"runtime\": \"r\"}", (int)getpid());
+        fclose(f);
+    }
+    ok(rv_nri_record_read(&cfg, &reg, &err) == RV_NRI_REG_STALE, "a live pid with another start time: stale");
+    put_file("state/" RV_NRI_RECORD, "{\"pid\": \"x\"}");
+    ok(rv_nri_record_read(&cfg, &reg, &err) == -1 && strstr(err.msg, "not a registration record"),
+       "a file that is no record: an error that says so (%s)", err.msg);
+    unlink(path);
+
+    snprintf(path, sizeof(path), "%s/none.sock", tmp);
+    ok(rv_nri_socket_probe(path, 100, why, sizeof(why)) == 0 && strcmp(why, "no such socket") == 0,
+       "probe: no socket (%s)", why);
+    snprintf(path, sizeof(path), "%s/online", tmp);
+    ok(rv_nri_socket_probe(path, 100, why, sizeof(why)) == 0 && strcmp(why, "not a socket") == 0,
+       "probe: a regular file (%s)", why);
+    snprintf(path, sizeof(path), "%s/probe.sock", tmp);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ok(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "a socket bound, not listening");
+    ok(rv_nri_socket_probe(path, 100, why, sizeof(why)) == 0 && strstr(why, "connection refused"),
+       "probe: nothing listens (%s)", why);
+    ok(listen(fd, 4) == 0 && rv_nri_socket_probe(path, 100, why, sizeof(why)) == 1,
+       "probe: listening: accepts");
+    close(fd);
 }
 
 /* RESVIEW_NRI_SEEDS=DIR: write fuzz_nri's seeds (tests/fuzz/corpus/nri/)
@@ -700,6 +777,7 @@ int main(void)
     strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
     strcpy(cfg.log_file, "/dev/null");
     strcpy(cfg.hook_stage, "prestart");
+    snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", tmp);
     rv_host_defaults(&host);
     snprintf(host.cgroup_root, sizeof(host.cgroup_root), "%s/cg", tmp);
     snprintf(host.cpu_online, sizeof(host.cpu_online), "%s/online", tmp);
@@ -713,6 +791,7 @@ int main(void)
     test_wire();
     test_calls();
     test_socket();
+    test_record_probe();
 
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
