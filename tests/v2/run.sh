@@ -87,15 +87,37 @@ mkdir -p "$RUN"
 # mounts a tmpfs there (nosuid,nodev), and the tests keep their bundles in /tmp,
 # where nodev would stop their device nodes before the device cgroup does (30,
 # 52); nodes keep rootfs elsewhere (an engine's overlay mounts)
+boot() {
+    timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
+        -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
+        -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
+        -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 systemd.mask=tmp.mount ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
+        -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
+        -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
+        -nic none </dev/null >"$RUN/console.log" 2>&1
+}
 start=$(date +%s)
-timeout "${RESVIEW_V2_TIMEOUT:-2700}" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" \
-    -smp "$(nproc)" -m "${RESVIEW_V2_MEM:-6144}" -nographic -no-reboot \
-    -kernel "$DIR/vmlinuz" -initrd "$DIR/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.unified_cgroup_hierarchy=1 systemd.mask=tmp.mount ${RESVIEW_V2_APPEND:-} resview.top=$TOP" \
-    -drive "file=$DIR/root.img,format=raw,if=virtio,snapshot=on" \
-    -virtfs "local,path=$TOP,mount_tag=top,security_model=passthrough,id=top" \
-    -nic none </dev/null >"$RUN/console.log" 2>&1
-qrc=$?
+boot; qrc=$?
+# TCG with a thread per vCPU can crash the guest's kernel (seen once: an int3
+# Oops in the scheduler right after text patching, trixie's 6.12 on a loaded
+# host): once, a new guest runs the scripts that had not ended; those that had
+# count from the console (the guest's writes to the tree may be lost)
+if [ ! -f "$RUN/rc" ] && grep -aq "Kernel panic" "$RUN/console.log"; then
+    ended=$(grep -ao "e2e  [^ ]*\.sh  *[0-9]* passed, [0-9]* failed ([0-9]*s)" "$RUN/console.log")
+    left=()
+    for s in "${scripts[@]}"; do grep -q "^e2e  ${s##*/} " <<<"$ended" || left+=("$s"); done
+    echo "# v2: the guest's kernel panicked after $(( $(date +%s) - start ))s ($(grep -a -m 1 -E 'Oops|BUG:' "$RUN/console.log" |
+        sed 's/^.*\] //' | cut -c1-80); $RUN/console.1.log); a new guest runs the ${#left[@]} scripts left"
+    mv "$RUN/console.log" "$RUN/console.1.log"
+    if [ ${#left[@]} -gt 0 ]; then
+        sed -i '$d' "$RUN/cmd"
+        { printf 'tests/run-e2e.sh'; printf ' %q' "${left[@]}"; echo; } >>"$RUN/cmd"
+        boot; qrc=$?
+    else
+        : >"$RUN/out"; echo 0 >"$RUN/rc"   # every script had ended
+    fi
+    { [ -z "$ended" ] || echo "$ended"; cat "$RUN/out" 2>/dev/null; } >"$RUN/out.all" && mv "$RUN/out.all" "$RUN/out"
+fi
 sed "s/^e2e\\([ :]\\)/$label\\1/" "$RUN/out" 2>/dev/null | grep -v "^$label: "
 read -r p f < <(awk '/^e2e  .* passed, .* failed/ { p += $(NF-4); f += $(NF-2) } END { print p+0, f+0 }' "$RUN/out" 2>/dev/null)
 p=${p:-0} f=${f:-0}
