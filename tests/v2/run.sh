@@ -106,7 +106,7 @@ if [ ! -f "$RUN/rc" ] && grep -aq "Kernel panic" "$RUN/console.log"; then
     ended=$(grep -ao "e2e  [^ ]*\.sh  *[0-9]* passed, [0-9]* failed ([0-9]*s)" "$RUN/console.log")
     left=()
     for s in "${scripts[@]}"; do grep -q "^e2e  ${s##*/} " <<<"$ended" || left+=("$s"); done
-    echo "# v2: the guest's kernel panicked after $(( $(date +%s) - start ))s ($(grep -a -m 1 -E 'Oops|BUG:' "$RUN/console.log" |
+    echo "# v2: the guest's kernel panicked after $(( $(date +%s) - start ))s ($(grep -a -m 1 -E 'Oops|BUG:|Kernel panic' "$RUN/console.log" |
         sed 's/^.*\] //' | cut -c1-80); $RUN/console.1.log); a new guest runs the ${#left[@]} scripts left"
     mv "$RUN/console.log" "$RUN/console.1.log"
     if [ ${#left[@]} -gt 0 ]; then
