@@ -10,10 +10,11 @@ Scenario: {"socket": PATH, "handler": "resview",
                    "pid_per_container"},
            "containers": [{"name", "image", "command", "annotations",
                            "cpu_period", "cpu_quota", "memory",
-                           "update": {"cpu_period", "cpu_quota", "memory", "exec": CMD}}]}
+                           "update": {"cpu_period", "cpu_quota", "memory", "exec": CMD, "wait": PATH}}]}
 "update": once the container runs, UpdateContainerResources (an in-place
 resize, as the kubelet asks it), then ExecSync CMD ("exec_log" in the result),
-then StopContainer.
+then StopContainer; with "wait", PATH.started is made first and the exec
+waits (up to 300 s) for PATH to exist (the test does something meanwhile).
 The pod uses the host network (no CNI needed). "pid_per_container": true gives
 each container a PID namespace of its own, as the kubelet asks for a pod
 without shareProcessNamespace (LXCFS reads a container's limits through the
@@ -61,6 +62,12 @@ try:
         exec_log = None
         if "update" in c:
             u = c["update"]
+            if "wait" in u:
+                open(u["wait"] + ".started", "w").close()
+                for _ in range(3000):
+                    if os.path.exists(u["wait"]):
+                        break
+                    time.sleep(0.1)
             rt.UpdateContainerResources(pb.UpdateContainerResourcesRequest(
                 container_id=cid, linux=pb.LinuxContainerResources(
                     cpu_period=u.get("cpu_period", 0), cpu_quota=u.get("cpu_quota", 0),

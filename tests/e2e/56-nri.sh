@@ -33,7 +33,20 @@ nri_toml="[plugins.\"io.containerd.nri.v1.nri\"]
   socket_path = \"$NRI_SOCK\"
   plugin_path = \"$T/nri-plugins\"
   plugin_config_path = \"$T/nri-conf\""
+# beside runc, a GPU-style runtime handler: NVIDIA's runtime as containerd
+# names it (the stand-in tests/lib/fake-nvidia-runtime: it edits the spec
+# and execs runc), which resview does not chain in this mode
+mkdir -p "$T/nv"
+cp "$TOP/tests/lib/fake-nvidia-runtime" "$T/nv/nvidia-container-runtime"
+printf 'FAKE_NVIDIA_RUNTIMES=runc\nFAKE_NVIDIA_LOG=%s\n' "$T/nv/log" >"$T/nv/fake-nvidia.env"
+nv_toml="[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]
+  runtime_type = \"io.containerd.runc.v2\"
+  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]
+    BinaryName = \"$T/nv/nvidia-container-runtime\"
+    Root = \"$T/ctd/nvidia-root\"
+    SystemdCgroup = $SYSTEMD_CGROUP"
 ctd_start "$(ctd_cri_toml "$IMG")
+$nv_toml
 $nri_toml" || exit 1
 t_contains "containerd $ver loaded NRI" "$(ctr --address "$CTD_SOCK" plugins ls 2>/dev/null | grep nri)" "ok"
 
@@ -60,12 +73,13 @@ t_contains "doctor: NRI on (the record's socket accepts)" "$out" \
 t_contains "doctor: resview's plugin registered with containerd" "$out" \
     "ok    NRI: resview's plugin (pid $PLUGIN_PID) registered with containerd"
 
-# scenario NAME CONTAINERS_JSON [POD_ANNOTATIONS]: no runtime handler (the
-# default, runc); a PID namespace per container, as the kubelet asks for it
+# scenario NAME CONTAINERS_JSON [POD_ANNOTATIONS [HANDLER]]: by default no
+# runtime handler (the default, runc); a PID namespace per container, as the
+# kubelet asks for it
 scenario() {
     jq -n --arg sock "$CTD_SOCK" --arg name "$1" --arg logs "$T/podlogs/$1" --arg cg "$(pod_cgroup "$1")" \
-        --argjson cs "$2" --argjson pa "${3:-{\}}" \
-        '{socket: $sock, handler: "",
+        --argjson cs "$2" --argjson pa "${3:-{\}}" --arg h "${4:-}" \
+        '{socket: $sock, handler: $h,
           pod: {name: $name, uid: ("uid-" + $name), namespace: "default", log_dir: $logs,
                 cgroup_parent: $cg, annotations: $pa, pid_per_container: true}, containers: $cs}' >"$T/$1.json"
     mkdir -p "$T/podlogs/$1"
@@ -113,6 +127,28 @@ t_not_contains "pod annotation resview.io/env=false: no variables" "$(jq -r '.c.
 
 one='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912}]'
+# the GPU-style handler: both edits, NVIDIA's runtime's and the plugin's
+res=$(scenario gpu "$one" '{}' nvidia)
+t_contains "runtime handler nvidia: NVIDIA's runtime ran the container" "$(cat "$T/nv/log" 2>/dev/null)" "runtime create"
+t_contains "runtime handler nvidia: its own edit is there" "$(jq -r '.c.log' <<<"$res")" "NVIDIA_FAKE_EDIT=1"
+t_contains "runtime handler nvidia: GOMAXPROCS=2 too" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
+t_contains "runtime handler nvidia: the views too" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
+
+# LXCFS restarted under a running pod: `resview repair` heals its views, as
+# in the runtime-class mode (the hook recorded it)
+heal='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sleep", "300"],
+        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+        "update": {"cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+                   "wait": "'$T/heal-go'", "exec": ["/bin/sh", "-c", "grep MemTotal /proc/meminfo"]}}]'
+scenario heal "$heal" >"$T/heal.out" & heal_pid=$!
+for _ in $(seq 600); do [ -e "$T/heal-go.started" ] && break; sleep 0.2; done
+lxcfs_stop "$LXCFS_DIR"
+lxcfs_start "$LXCFS_DIR" || exit 1
+out=$(RESVIEW_CONFIG=$T/config.json "$CLI" repair 2>&1)
+t_ok "LXCFS restarted: repair heals the pod created through the plugin ($(grep -o "repaired [0-9]*, failed [0-9]*" <<<"$out"))" \
+    grep -qE "repaired [1-9][0-9]*, failed 0" <<<"$out"
+touch "$T/heal-go"; wait $heal_pid
+t_contains "after repair: the running pod's exec reads its limit again" "$(jq -r '.c.exec_log' <"$T/heal.out")" "524288 kB"
 # the plugin killed: containers are created, unchanged, without waiting
 killed=$PLUGIN_PID
 plugin_stop
@@ -136,6 +172,7 @@ t_contains "after the plugin's restart: the views" "$(jq -r '.c.log' <<<"$res")"
 # containerd restarted under the running plugin: it reconnects by itself
 _stop_pid "$CTD_PID"; CTD_PID=""
 ctd_start "$(ctd_cri_toml "$IMG")
+$nv_toml
 $nri_toml" || exit 1
 t_ok "containerd restarted: the same plugin process registers again" wait_for registered 3
 t_ok "the plugin process lived through it" kill -0 "$PLUGIN_PID"
