@@ -128,11 +128,11 @@ t_not_contains "pod annotation resview.io/env=false: no variables" "$(jq -r '.c.
 one='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sh", "-c", "'"$show"'"],
        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912}]'
 # the GPU-style handler: both edits, NVIDIA's runtime's and the plugin's
-res=$(scenario gpu "$one" '{}' nvidia)
+log=$(scenario gpu "$one" '{}' nvidia | jq -r '.c.log')
 t_contains "runtime handler nvidia: NVIDIA's runtime ran the container" "$(cat "$T/nv/log" 2>/dev/null)" "runtime create"
-t_contains "runtime handler nvidia: its own edit is there" "$(jq -r '.c.log' <<<"$res")" "NVIDIA_FAKE_EDIT=1"
-t_contains "runtime handler nvidia: GOMAXPROCS=2 too" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
-t_contains "runtime handler nvidia: the views too" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
+for want in NVIDIA_FAKE_EDIT=1 GOMAXPROCS=2 "524288 kB"; do
+    t_contains "runtime handler nvidia: both edits reach the container: $want" "$log" "$want"
+done
 
 # LXCFS restarted under a running pod: `resview repair` heals its views, as
 # in the runtime-class mode (the hook recorded it)
