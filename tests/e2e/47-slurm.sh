@@ -92,10 +92,19 @@ slurmctld -D -i -f "$T/slurm.conf" >/dev/null 2>&1 &
 CTLD_PID=$!
 t_cleanup "_stop_pid $CTLD_PID"
 wait_for scontrol ping || { echo "not ok - slurmctld did not start"; tail -5 "$T/ctld.log"; exit 1; }
-slurmd -D -N "$NODE" -f "$T/slurm.conf" >/dev/null 2>&1 &
+# on a systemd host slurmd runs in a delegated scope of its own, as its unit
+# (Delegate=yes) has it: Slurm 26.05's slurmd enables the controllers of its
+# own cgroup's subtree at start, which the kernel refuses in a cgroup with
+# other processes (this test's, in the guest's service)
+SLURMD_RUN=()
+if cg_is_v2 && [ -d /run/systemd/system ]; then
+    SLURMD_RUN=(systemd-run -q --scope -p Delegate=yes --unit="rv-slurmd-$$")
+fi
+"${SLURMD_RUN[@]}" slurmd -D -N "$NODE" -f "$T/slurm.conf" >"$T/slurmd.out" 2>&1 &
 SLURMD_PID=$!
 t_cleanup "_stop_pid $SLURMD_PID"
-wait_for sh -c "sinfo -h -n $NODE -o %t | grep -q idle" || { echo "not ok - slurmd did not register"; tail -5 "$T/slurmd.log"; exit 1; }
+wait_for sh -c "sinfo -h -n $NODE -o %t | grep -q idle" ||
+    { echo "not ok - slurmd did not register"; tail -5 "$T/slurmd.log" "$T/slurmd.out" | sed 's/^/#   /'; exit 1; }
 
 rv_bundle "$T/b" '.process.args = ["/bin/env"] | .linux.resources.cpu = {quota: 150000, period: 100000}'
 srun_c() { timeout 120 srun -N1 -n1 -c2 -w "$NODE" --container="$T/b" /bin/env 2>&1; }
@@ -120,6 +129,7 @@ t_eq "a real Slurm job: resview adds no SLURM_* (Slurm's own SLURM_CPUS_PER_TASK
 rv_bundle "$T/b2" 'del(.linux.cgroupsPath) | .linux.namespaces |= map(select(.type != "cgroup"))'
 out=$(timeout 120 srun -N1 -n1 -c1 --mem=512M -w "$NODE" --container="$T/b2" \
     /bin/sh -c 'env; grep MemTotal /proc/meminfo; cat /proc/self/cgroup' 2>&1)
+echo "# the job's cgroup: $(grep -E "$JOB_CG_LINE" <<<"$out")"
 t_contains "srun -c1 --mem=512M: the job's cgroup is Slurm's ($CG_PLUGIN)" "$(grep -E "$JOB_CG_LINE" <<<"$out")" "$JOB_CG_PREFIX"
 # the scope slurmd asked systemd for outlives slurmd: stopped at the end
 scope=$(sed -n 's|^0::.*/\([^/]*slurmstepd\.scope\)/job_.*|\1|p' <<<"$out")
