@@ -10,7 +10,8 @@
  *   configure  containerd's `resview` runtime entry, and a restart only when
  *              the running containerd (CRI Status) lacks it
  *   uninstall  restore containerd's file, restart if the running containerd
- *              still has the entry; remove the binaries once nothing uses them
+ *              still has the entry (containerd 2.x: once no pod of the
+ *              runtime class runs); remove the binaries once nothing uses them
  *   ready      the readiness probe
  *
  * When the pod ends nothing on the node is changed: the runtime entry, the
