@@ -133,7 +133,10 @@ bool rv_node_restart_valid(const char *mode);
 
 /* Whether the running containerd has what is wanted: 1 yes, 0 no (why), -1
  * it does not answer (err), 2 no and a restart would not bring it (err:
- * uninstall while a file that is not resview's names resview the default). */
+ * uninstall while a file that is not resview's names resview the default),
+ * 3 no, and at uninstall a restart waits for pods of the runtime class
+ * (containerd 2.x execs into a pod through its runtime handler's entry: why
+ * says so). */
 int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, size_t size,
                                  struct rv_error *err);
 
@@ -142,7 +145,9 @@ int rv_node_containerd_effective(const struct rv_node_containerd *c, char *why, 
  * CRI socket answers with it. A restart that did not bring it in is not
  * repeated for the same file within RV_NODE_RESTART_GUARD_S, also not by the
  * next agent (c->guard). Mode none restarts nothing and says what the
- * operator must run. 0 when in use; *restarted counts restarts. */
+ * operator must run. 0 when in use; 1 at uninstall when the restart waits
+ * for the pods of the runtime class that still run (containerd 2.x; err says
+ * so: call again); *restarted counts restarts. */
 int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *restarted,
                              struct rv_error *err);
 

@@ -269,44 +269,54 @@ static int pb_varint(const char *m, size_t len, size_t *pos, uint64_t *v)
     return -1;
 }
 
+/* The next field of msg from *pos: its number, and its value (varint: *num;
+ * length-delimited: *val, *val_len; fixed ones skipped). 1 one, 0 at the end,
+ * -1 malformed. */
+static int pb_next(const char *msg, size_t len, size_t *pos, unsigned *field, uint64_t *num, const char **val,
+                   size_t *val_len)
+{
+    uint64_t key, v;
+
+    if (*pos >= len)
+        return 0;
+    if (pb_varint(msg, len, pos, &key) < 0)
+        return -1;
+    *field = (unsigned)(key >> 3);
+    *num = 0;
+    *val = NULL;
+    *val_len = 0;
+    switch (key & 7) {
+    case 0:
+        return pb_varint(msg, len, pos, num) < 0 ? -1 : 1;
+    case 1:
+    case 5:
+        if (len - *pos < ((key & 7) == 1 ? 8u : 4u))
+            return -1;
+        *pos += (key & 7) == 1 ? 8 : 4;
+        return 1;
+    case 2:
+        if (pb_varint(msg, len, pos, &v) < 0 || v > len - *pos)
+            return -1;
+        *val = msg + *pos;
+        *val_len = (size_t)v;
+        *pos += (size_t)v;
+        return 1;
+    default:
+        return -1;
+    }
+}
+
 int rv_pb_next_bytes(const char *msg, size_t len, unsigned field, size_t *pos, const char **val,
                      size_t *val_len)
 {
-    while (*pos < len) {
-        uint64_t key, v;
-        if (pb_varint(msg, len, pos, &key) < 0)
-            return -1;
-        switch (key & 7) {
-        case 0:
-            if (pb_varint(msg, len, pos, &v) < 0)
-                return -1;
-            break;
-        case 1:
-            if (len - *pos < 8)
-                return -1;
-            *pos += 8;
-            break;
-        case 5:
-            if (len - *pos < 4)
-                return -1;
-            *pos += 4;
-            break;
-        case 2:
-            if (pb_varint(msg, len, pos, &v) < 0 || v > len - *pos)
-                return -1;
-            if (key >> 3 == field) {
-                *val = msg + *pos;
-                *val_len = (size_t)v;
-                *pos += (size_t)v;
-                return 1;
-            }
-            *pos += (size_t)v;
-            break;
-        default:
-            return -1;
-        }
-    }
-    return 0;
+    unsigned f;
+    uint64_t num;
+    int r;
+
+    while ((r = pb_next(msg, len, pos, &f, &num, val, val_len)) == 1)
+        if (f == field && *val)
+            return 1;
+    return r;
 }
 
 static int pb_string(const char *msg, size_t len, unsigned field, char *out, size_t size)
@@ -371,4 +381,50 @@ int rv_cri_config(const char *socket, int timeout_ms, json_t **config, struct rv
     if (r < 0)
         return rv_fail(err, EPROTO, "CRI `%s`: malformed StatusResponse", socket);
     return rv_fail(err, ENOENT, "CRI `%s`: Status has no `config` (not containerd?)", socket);
+}
+
+int rv_cri_count_pods(const char *msg, size_t len, const char *handler, unsigned *count)
+{
+    const char *pod;
+    size_t plen, pos = 0, hl = strlen(handler);
+    int r;
+
+    *count = 0;
+    /* ListPodSandboxResponse.items = 1: PodSandbox{id = 1, state = 3 (0: SANDBOX_READY,
+     * absent when 0), runtime_handler = 7} */
+    while ((r = rv_pb_next_bytes(msg, len, 1, &pos, &pod, &plen)) == 1) {
+        size_t p = 0, vl;
+        const char *v;
+        unsigned f;
+        uint64_t num, state = 0;
+        bool same = hl == 0;
+        int k;
+        while ((k = pb_next(pod, plen, &p, &f, &num, &v, &vl)) == 1) {
+            if (f == 3 && !v)
+                state = num;
+            else if (f == 7 && v)
+                same = vl == hl && memcmp(v, handler, hl) == 0;
+        }
+        if (k < 0)
+            return -1;
+        if (same && state == 0)
+            (*count)++;
+    }
+    return r < 0 ? -1 : 0;
+}
+
+int rv_cri_ready_pods(const char *socket, int timeout_ms, const char *handler, unsigned *count,
+                      struct rv_error *err)
+{
+    cleanup_free char *resp = NULL;
+    size_t len;
+
+    *count = 0;
+    /* ListPodSandboxRequest{} (every pod; the state is read from each) */
+    if (rv_grpc_call(socket, "/runtime.v1.RuntimeService/ListPodSandbox", "", 0, &resp, &len, timeout_ms,
+                     err) < 0)
+        return -1;
+    if (rv_cri_count_pods(resp, len, handler, count) < 0)
+        return rv_fail(err, EPROTO, "CRI `%s`: malformed ListPodSandboxResponse", socket);
+    return 0;
 }

@@ -1,7 +1,8 @@
-/* cri.h - the two questions the node agent asks a container runtime's CRI
- * socket (Kubernetes runtime.v1 over gRPC): does it answer (Version), and
+/* cri.h - the questions the node agent asks a container runtime's CRI
+ * socket (Kubernetes runtime.v1 over gRPC): does it answer (Version),
  * which configuration is it running (Status, verbose: the "config" JSON that
- * `crictl info` shows). A minimal gRPC client over HTTP/2 on a unix socket:
+ * `crictl info` shows), and which pods run with a runtime handler
+ * (ListPodSandbox). A minimal gRPC client over HTTP/2 on a unix socket:
  * one stream, literal headers, no Huffman, no TLS - what a local CRI needs.
  * Every call has a deadline. */
 #ifndef RESVIEW_CRI_H
@@ -17,6 +18,13 @@ int rv_cri_version(const char *socket, int timeout_ms, char *name, size_t name_s
 /* Status(verbose): the runtime's effective configuration, parsed (*config
  * owned by the caller). */
 int rv_cri_config(const char *socket, int timeout_ms, json_t **config, struct rv_error *err);
+
+/* ListPodSandbox: how many pods are ready (SANDBOX_READY) with this runtime
+ * handler ("": those without one, containerd's default). */
+int rv_cri_ready_pods(const char *socket, int timeout_ms, const char *handler, unsigned *count,
+                      struct rv_error *err);
+/* The same count from a ListPodSandboxResponse; -1 malformed. For tests. */
+int rv_cri_count_pods(const char *msg, size_t len, const char *handler, unsigned *count);
 
 /* One unary call: request message in, response message out (allocated).
  * method: "/runtime.v1.RuntimeService/Version". For tests. */

@@ -49,6 +49,34 @@ static const char *json_str(json_t *o, const char *const *path)
     return json_string_value(o);
 }
 
+/* Uninstall, the running containerd still has the `resview` runtime (why
+ * says so): whether a restart must wait. containerd 2.x looks the runtime
+ * handler of a pod up in its configuration at every exec into it (the exec's
+ * IO type: internal/cri/server/container_execsync.go), so restarted without
+ * the entry it refuses `kubectl exec` and exec probes into the pods of the
+ * runtime class that still run ("no runtime for \"resview\" is configured");
+ * containerd 1.x execs through the shim alone. 3 wait (why says for what),
+ * 0 restart, -1 containerd does not answer (err). */
+static int held_by_pods(const struct rv_node_containerd *c, char *why, size_t size, struct rv_error *err)
+{
+    char name[64], version[64];
+    unsigned pods;
+
+    if (rv_cri_version(c->cri_socket, CRI_TIMEOUT_MS, name, sizeof(name), version, sizeof(version), err) < 0)
+        return -1;
+    if (atoi(version + (version[0] == 'v')) < 2)
+        return 0;
+    if (rv_cri_ready_pods(c->cri_socket, CRI_TIMEOUT_MS, "resview", &pods, err) < 0)
+        return -1;
+    if (pods == 0)
+        return 0;
+    size_t l = strlen(why);
+    snprintf(why + l, size - l, ", and %u pod%s of the runtime class `resview` still run%s: %s %s needs the "
+             "entry to exec into them (kubectl exec, exec probes), so it is restarted once they are gone",
+             pods, pods == 1 ? "" : "s", pods == 1 ? "s" : "", name, version);
+    return 3;
+}
+
 /* rv_node_containerd_effective; nvdef (when not NULL): the BinaryName of the
  * running default when that is NVIDIA's runtime, else "" (install mode) */
 static int effective(const struct rv_node_containerd *c, char *why, size_t size, char *nvdef, size_t nvsize,
@@ -93,7 +121,7 @@ static int effective(const struct rv_node_containerd *c, char *why, size_t size,
         if (has_entry || is_default) {
             snprintf(why, size, "the running containerd still has the resview runtime%s",
                      is_default ? " as its default" : "");
-            return 0;
+            return has_entry ? held_by_pods(c, why, size, err) : 0;
         }
         return 1;
     }
@@ -322,6 +350,10 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
     }
     if (r == 2)   /* a restart would not help (err says why) */
         return -1;
+    if (r == 3) {  /* uninstall: pods of the runtime class first (held_by_pods) */
+        rv_fail(err, 0, "%s", why);
+        return 1;
+    }
     if (strcmp(c->restart, "none") == 0)
         return rv_fail(err, 0, "%s; restart mode none: restart containerd on this node yourself "
                        "(systemctl restart containerd; k3s: systemctl restart k3s or k3s-agent; rke2: "
@@ -348,6 +380,8 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
             *err = e;
             return -1;
         }
+        if (r == 3)   /* the entry is still there after the restart */
+            r = 0;
         if (r == 1) {
             rv_node_say("containerd: %s %s answers on `%s` %ld ms after the restart, with the "
                         "configuration wanted", name, version, c->cri_socket, rv_now_ms() - t0);
@@ -455,8 +489,9 @@ int rv_node_containerd_apply(const struct rv_node_containerd *c, unsigned *resta
         (c->uninstall && nv_restore(c, "resview's uninstall", err) < 0))
         return -1;
     fflush(stdout);
-    if (make_effective(c, restarted, err) < 0)
-        return -1;
+    int r = make_effective(c, restarted, err);
+    if (r != 0)
+        return r;
     if (c->uninstall) {
         struct rv_node_gpu g;
         struct rv_error e;

@@ -10,7 +10,8 @@
  *   configure  containerd's `resview` runtime entry, and a restart only when
  *              the running containerd (CRI Status) lacks it
  *   uninstall  restore containerd's file, restart if the running containerd
- *              still has the entry; remove the binaries once nothing uses them
+ *              still has the entry (containerd 2.x: once no pod of the
+ *              runtime class runs); remove the binaries once nothing uses them
  *   ready      the readiness probe
  *
  * NRI mode (RESVIEW_NODE_MODE=nri): run installs and supervises LXCFS and
@@ -355,8 +356,9 @@ int rv_node_ready(const struct rv_node_settings *n)
     }
     r = rv_node_containerd_effective(&n->ctd, why, sizeof(why), &err);
     printf("containerd: %s\n", r == 1 ? (n->uninstall ? "runs without resview" : "runs the resview entry")
-           : r == 0 ? why : err.msg);
-    ok &= r == 1;
+           : r == 0 || r == 3 ? why : err.msg);
+    /* uninstall: a restart that waits for the runtime class's pods is all that can be done now */
+    ok &= r == 1 || (n->uninstall && r == 3);
     printf("%s\n", ok ? "ready" : "not ready");
     return ok ? 0 : 1;
 }
@@ -376,6 +378,7 @@ int rv_node_run(const struct rv_node_settings *n)
     long t0 = rv_now_ms(), next_try = 0;
     bool none = strcmp(n->ctd.restart, "none") == 0;
     int nri_said = -1;
+    char waiting[sizeof(err.msg)] = "";
 
     if (n->nri)
         rv_node_say("resview node agent %s: NRI mode (the plugin on `%s`; containerd's configuration "
@@ -412,11 +415,18 @@ int rv_node_run(const struct rv_node_settings *n)
             configured = true;
         }
         if (!configured && rv_now_ms() >= next_try) {
-            if (rv_node_containerd_apply(&n->ctd, &restarted, &err) == 0) {
+            int r = rv_node_containerd_apply(&n->ctd, &restarted, &err);
+            if (r == 0) {
                 configured = true;
                 rv_node_say("node %s in %ld ms (containerd restarted %u time%s by this agent)",
                             n->uninstall ? "uninstalled from containerd" : "ready", rv_now_ms() - t0,
                             restarted, restarted == 1 ? "" : "s");
+            } else if (r == 1) {
+                /* uninstall: the restart waits for the runtime class's pods; said when that changes */
+                if (strcmp(waiting, err.msg) != 0)
+                    rv_node_say("containerd: %s", err.msg);
+                snprintf(waiting, sizeof(waiting), "%s", err.msg);
+                next_try = rv_now_ms() + 2000;
             } else if (!rv_node_stopping()) {
                 rv_node_say("containerd: %s; trying again in %d s", err.msg, none ? 5 : 30);
                 next_try = rv_now_ms() + (none ? 5000 : 30000);
@@ -475,8 +485,11 @@ int rv_node_step(const struct rv_node_settings *n, const char *step)
         printf("resview node %s: NRI mode: containerd's configuration is not touched\n", step);
         return 0;
     }
-    if (rv_node_containerd_apply(&n->ctd, &restarted, &err) < 0)
+    int r = rv_node_containerd_apply(&n->ctd, &restarted, &err);
+    if (r < 0)
         goto fail;
+    if (r == 1)   /* uninstall: the file is restored, the restart waits (err says for what) */
+        printf("resview node %s: containerd: %s; run this again once they are gone\n", step, err.msg);
     if (n->uninstall && uninstall_files(n, &done, &in_use, &err) < 0)
         goto fail;
     return 0;

@@ -102,6 +102,23 @@ wait_for test -e "/proc/$NODE_INIT/root/.node-root" -a -x "/proc/$NODE_INIT/root
     { echo "not ok - the node namespace"; exit 1; }
 innode() { nsenter --target "$NODE_INIT" --mount --root --wd "$@"; }
 
+# the node's config.toml as `containerd config default` writes it: version 2 on
+# containerd 1.x (trimmed, with its comment), version 3 on 2.x (whole, single-quoted
+# plugin keys such as [plugins.'io.containerd.cri.v1.runtime']), with the node's
+# sandbox image, cgroup driver and stream server
+CTD_MAJOR=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
+if [ "${CTD_MAJOR:-1}" -ge 2 ]; then
+    containerd config default >"$T/config.default" 2>/dev/null
+    sed -e "s|^\( *sandbox = \).*|\1'$IMG'|" -e "s|^\( *SystemdCgroup = \).*|\1$SYSTEMD_CGROUP|" \
+        -e "s|^\( *restrict_oom_score_adj = \).*|\1true|" -e "s|^\( *stream_server_port = \).*|\1'0'|" \
+        "$T/config.default" >"$NODE/etc/containerd/config.toml"
+    grep -q "^version = 3" "$NODE/etc/containerd/config.toml" &&
+        grep -q "^ *sandbox = '$IMG'" "$NODE/etc/containerd/config.toml" &&
+        grep -qF "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]" "$NODE/etc/containerd/config.toml" ||
+        { echo "not ok - containerd $CTD_MAJOR: \`containerd config default\` is not the version 3 file expected"
+          head -5 "$T/config.default" | sed 's/^/#   /'; exit 1; }
+    echo "# containerd $CTD_MAJOR.x: config.toml from \`containerd config default\` (version 3)"
+else
 cat >"$NODE/etc/containerd/config.toml" <<EOF
 # the node's containerd (as \`containerd config default\` would have it, trimmed)
 version = 2
@@ -121,10 +138,13 @@ version = 2
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = $SYSTEMD_CGROUP
 EOF
+fi
 if [ "$MODE" = nri ]; then
-    # NRI on (2.x: the default; 1.7: off unless said), on its default socket
-    # /var/run/nri/nri.sock, /var/run being /run as on any host
-    printf '\n[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n' >>"$NODE/etc/containerd/config.toml"
+    # NRI on (2.x: the default, in the file `containerd config default` wrote;
+    # 1.7: off unless said), on its default socket /var/run/nri/nri.sock,
+    # /var/run being /run as on any host
+    grep -q "io.containerd.nri.v1.nri" "$NODE/etc/containerd/config.toml" ||
+        printf '\n[plugins."io.containerd.nri.v1.nri"]\n  disable = false\n' >>"$NODE/etc/containerd/config.toml"
     ln -s ../run "$NODE/var/run"
 fi
 cp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
@@ -467,12 +487,32 @@ delete_pod agent4 30    # graceful: SIGTERM, and nothing on the node changes
 t_ok "pod termination changes nothing: config.toml" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
 t_ok "pod termination changes nothing: binaries" test -x "$NODE/opt/resview/current/bin/resview-runtime"
 run_pod agent5 "$K8S/daemonset.yaml" "$(agent_env uninstall)"
-t_ready "uninstall (containerd runs without resview)" agent5 60
+# containerd 2.x looks a pod's runtime handler up in its configuration at every exec
+# (kubectl exec, exec probes): restarted without the entry, it refuses exec into the
+# runtime class's pods that still run, so the agent restarts it once they are gone
+HELD=0
+[ "$MODE" = runtimeclass ] && [ "${CTD_MAJOR:-1}" -ge 2 ] && HELD=1
+t_ready "uninstall (containerd runs without resview$([ $HELD = 1 ] && echo ", or waits for the runtime class's pods"))" agent5 60
 t_ok "uninstall: config.toml restored byte for byte" cmp "$NODE/etc/containerd/config.toml" "$T/config.toml.orig"
-t_eq "uninstall: containerd restarted once" "$(restarts)" "$(( $(cat "$T/restarts.before-reboot") + 1 ))"
+if [ $HELD = 1 ]; then
+    t_eq "uninstall: containerd $CTD_MAJOR.x not restarted while pods of the runtime class run" \
+        "$(restarts)" "$(cat "$T/restarts.before-reboot")"
+    t_contains "uninstall: …said why" "$(agent_log agent5)" "2 pods of the runtime class \`resview\` still run"
+else
+    t_eq "uninstall: containerd restarted once" "$(restarts)" "$(( $(cat "$T/restarts.before-reboot") + 1 ))"
+fi
 after_case "uninstall" 1
 for w in w1 w2; do delete_pod "$w" 0; done
 WORKLOADS=""
+if [ $HELD = 1 ]; then
+    for _ in $(seq 150); do [ "$(restarts)" = "$(cat "$T/restarts.before-reboot")" ] || break; sleep 0.2; done
+    t_eq "uninstall: containerd restarted once, when the last pod of the runtime class is gone" \
+        "$(restarts)" "$(( $(cat "$T/restarts.before-reboot") + 1 ))"
+    wait_ready agent5 30 >/dev/null
+    t_eq "uninstall: …and runs without resview" \
+        "$(timeout 20 $KUBELET probe "$SOCK" "$(cid agent5 agent)" "$K8S/daemonset.yaml" | grep '^containerd:')" \
+        "containerd: runs without resview"
+fi
 last=agent5
 if [ "$MODE" = default ]; then
     # created while resview was still the default: containerd needs resview's runtime to stop it
@@ -489,7 +529,7 @@ if [ "$MODE" = default ]; then
     t_ready "uninstall, pod created again" agent6 60
     last=agent6
 fi
-for _ in $(seq 100); do agent_log $last | grep -q "uninstall: done" && break; sleep 0.2; done
+for _ in $(seq 150); do agent_log $last | grep -q "uninstall: done" && break; sleep 0.2; done
 t_contains "uninstall: once no workload uses them, the binaries are removed" "$(agent_log $last)" "uninstall: done"
 t_ok "uninstall: /opt/resview is empty" test -z "$(ls -A "$NODE/opt/resview")"
 t_ok "uninstall: …and /etc/resview/config.json, which the agent wrote, is gone" test ! -e "$NODE/etc/resview/config.json"

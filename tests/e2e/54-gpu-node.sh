@@ -28,6 +28,12 @@
 #    longer needed (the toolkit's cleanup) and at its uninstall.
 # Runs in a mount namespace of its own: the agent's configuration has no
 # state_dir or log file, so /run/resview and /var/log are private tmpfs here.
+# Two scripts, each within run-e2e's 900 s on an emulated guest: this one
+# (RV54_PART=toolkit113) runs 1 and 2a to 2c (the toolkit 1.13's whole-file
+# rewrite), 54-gpu-node-dropin.sh (RV54_PART=dropin) 2d to 2g (the toolkit
+# 1.18's drop-in); both begin with resview installed first.
+PART=${RV54_PART:-toolkit113}
+case $PART in toolkit113|dropin) ;; *) echo "not ok - RV54_PART: toolkit113 or dropin, not $PART"; exit 1;; esac
 if [ -z "${RV54_NS:-}" ]; then
     exec unshare --mount --propagation private env RV54_NS=1 bash "$0" "$@"
 fi
@@ -54,6 +60,7 @@ done
 printf 'FAKE_NVIDIA_LOG=%s\nFAKE_NVIDIA_DEV_DIR=%s\nFAKE_NVIDIA_RUNTIMES=${FAKE_NVIDIA_RUNTIMES:-}\n' "$NVLOG" "$T/gpudev" >"$NVDIR/fake-nvidia.env"
 NVRT=$NVDIR/nvidia-container-runtime
 
+if [ "$PART" = toolkit113 ]; then
 # --- 1. the shim ---------------------------------------------------------------
 rv_config "$T/gpu.json" "$(jq -n --arg r "$NVRT" --arg p "$TOP/profiles/seccomp.json" \
     '{gpu: {runtime: $r}, fuse: {allowed: true, seccomp_profile: $p}}')"
@@ -128,11 +135,23 @@ t_contains "shim: volume mounts of two GPUs: SLURM_GPUS_ON_NODE=2" "$out" "GPUS=
 out=$(RESVIEW_CONFIG=$T/gpu.json "$CLI" env --spec "$T/vm.json" 2>&1)
 t_contains "resview env: which runtime comes next, and why" "$out" "next    = $NVRT	(NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices: gpu.runtime)"
 
+fi   # the shim
 # --- 2. the node agent, containerd, the toolkit ---------------------------------
 ctd_restartable || { echo "not ok - containerd did not start"; exit 1; }
 CFG=$T/ctd/config.toml
 # the restart script as a node's init runs it: containerd gets resview's configuration
 sed -i "2i export RESVIEW_CONFIG=$T/etc/config.json" "$T/ctd-restart"
+# the toolkit 1.18 on containerd 2.x: a node whose config.toml is version 3, as
+# `containerd config migrate` writes it from the version 2 file (the toolkit 1.13
+# knows version 2 only: its part keeps that file, which containerd 2.x migrates
+# when it loads it)
+CTD_MAJOR=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
+if [ "$PART" = dropin ] && [ "${CTD_MAJOR:-1}" -ge 2 ]; then
+    containerd --config "$CFG" config migrate >"$CFG.v3" 2>"$T/migrate.err" && grep -q '^version = 3' "$CFG.v3" ||
+        { echo "not ok - containerd config migrate"; sed 's/^/#   /' "$T/migrate.err"; exit 1; }
+    mv "$CFG.v3" "$CFG"
+    echo "# containerd $CTD_MAJOR.x: config.toml migrated to version 3"
+fi
 "$T/ctd-restart"; : >"$T/ctd-restarts"
 wait_for ctr --address "$CTD_SOCK" version || { echo "not ok - containerd restart"; exit 1; }
 restarts() { wc -l <"$T/ctd-restarts"; }
@@ -268,14 +287,6 @@ toolkit() {
     t_eq "$what: containerd restarted once, by the toolkit ($(delta) in all)" "$(delta)" "1"
 }
 
-# 2a. resview first, then the toolkit 1.13 on its defaults
-mark
-ALOG=$T/agent1.log
-agent_start "$ALOG"
-wait_log "$ALOG" "node ready in" 1
-t_eq "resview first: containerd restarted once" "$(delta)" "1"
-t_contains "…no NVIDIA runtime yet" "$(cat "$ALOG")" "gpu: no NVIDIA runtime"
-t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
 # what the toolkit 1.13 writes from this config.toml, made aside (its output
 # depends on its input alone): to compare with after resview's changes
 aside113() { # NAME: $T/NAME.toml and $T/NAME-nv/.config/nvidia-container-runtime/config.toml
@@ -288,6 +299,16 @@ print(tomllib.load(open(sys.argv[1], "rb"))["nvidia-container-runtime"]["runtime
 # config.toml as the toolkit wrote it, less resview's two tables (its unmarked
 # entry, which the toolkit copied from the file it loaded)
 without_resview() { awk '/^ *\[.*runtimes\.resview(\.options)?\]$/ {skip = 1; next} /^ *\[/ {skip = 0} !skip' "$1"; }
+# 2a. resview first (both parts), then the toolkit 1.13 on its defaults
+mark
+ALOG=$T/agent1.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
+t_eq "resview first: containerd restarted once" "$(delta)" "1"
+t_contains "…no NVIDIA runtime yet" "$(cat "$ALOG")" "gpu: no NVIDIA runtime"
+t_not_contains "…config.json without gpu" "$(cat "$T/etc/config.json")" "gpu"
+
+if [ "$PART" = toolkit113 ]; then
 aside113 tk113a
 mark
 kill -STOP "$AGENT"   # as HELD=1 in toolkit() below
@@ -384,7 +405,7 @@ CONTAINERD_SET_AS_DEFAULT=false toolkit "toolkit 1.13 (CONTAINERD_SET_AS_DEFAULT
 t_eq "…resview still the default" "$(cri_default)" "resview"
 check_pods "toolkit 1.13 with CONTAINERD_SET_AS_DEFAULT=false" yes
 toolkit "toolkit 1.13 pod stops again" cleanup 1.13 "$CFG"
-NVIDIA_CONTAINER_RUNTIME_RUNTIMES=$RVRT,runc toolkit "toolkit 1.13 (its runtime running resview next) starts" setup 1.13 "$CFG"
+HELD=1 NVIDIA_CONTAINER_RUNTIME_RUNTIMES=$RVRT,runc toolkit "toolkit 1.13 (its runtime running resview next) starts" setup 1.13 "$CFG"
 t_eq "…nvidia the default" "$(cri_default)" "nvidia"
 t_contains "…the agent took it as it is" "$(cat "$ALOG")" "its default runtime \`nvidia\` is NVIDIA's, which runs resview next"
 check_pods "toolkit 1.13 the default, running resview next" yes nvidia
@@ -405,6 +426,32 @@ t_contains "…resview's entry is still in config.toml" "$(cat "$CFG")" "runtime
 t_eq "…resview still the default" "$(cri_default)" "resview"
 check_pods "toolkit uninstalled" no
 
+
+# 2g. the toolkit 1.13 first, then resview (resview uninstalled first)
+agent_stop
+stop_pods
+mark
+ALOG=$T/agent4.log
+agent_start "$ALOG" RESVIEW_NODE_MODE=uninstall
+wait_log "$ALOG" "nothing of resview is left" 1
+agent_stop
+t_eq "resview uninstalled: one restart" "$(delta)" "1"
+t_eq "…the default is runc again" "$(cri_default)" "runc"
+ALOG=""
+toolkit "toolkit 1.13 first" setup 1.13 "$CFG"
+mark
+ALOG=$T/agent5.log
+agent_start "$ALOG"
+wait_log "$ALOG" "node ready in" 1
+t_ok "toolkit 1.13 first, resview second: a settled node" settled
+t_eq "…one restart by resview" "$(delta)" "1"
+t_eq "…resview the default" "$(cri_default)" "resview"
+t_contains "…chained to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\""
+check_pods "toolkit 1.13 first, resview second" yes
+agent_stop
+fi   # 2a to 2c, 2g
+
+if [ "$PART" = dropin ]; then
 # 2d. the toolkit 1.18 (drop-in), on its defaults, installed beside resview:
 # it copies the merged CRI table (resview's entry with it), makes `nvidia` the
 # default, and runs containerd's default of the time (resview) next
@@ -481,24 +528,4 @@ t_eq "…resview the default" "$(cri_default)" "resview"
 check_pods "toolkit 1.18 uninstalled" no
 agent_stop
 
-# 2g. the toolkit 1.13 first, then resview (resview uninstalled first)
-stop_pods
-mark
-ALOG=$T/agent4.log
-agent_start "$ALOG" RESVIEW_NODE_MODE=uninstall
-wait_log "$ALOG" "nothing of resview is left" 1
-agent_stop
-t_eq "resview uninstalled: one restart" "$(delta)" "1"
-t_eq "…the default is runc again" "$(cri_default)" "runc"
-ALOG=""
-toolkit "toolkit 1.13 first" setup 1.13 "$CFG"
-mark
-ALOG=$T/agent5.log
-agent_start "$ALOG"
-wait_log "$ALOG" "node ready in" 1
-t_ok "toolkit 1.13 first, resview second: a settled node" settled
-t_eq "…one restart by resview" "$(delta)" "1"
-t_eq "…resview the default" "$(cri_default)" "resview"
-t_contains "…chained to NVIDIA's runtime" "$(cat "$T/etc/config.json")" "\"runtime\": \"$NVRT\""
-check_pods "toolkit 1.13 first, resview second" yes
-agent_stop
+fi   # 2d to 2f

@@ -192,6 +192,20 @@ int main(void)
     pos = 0;
     ok(rv_pb_next_bytes("\x0b", 1, 2, &pos, &v, &vl) < 0, "unknown wire type refused");
 
+    /* ListPodSandboxResponse: ready pods of a runtime handler (state 0 is absent on the wire) */
+    static const char pods[] = "\x0a\x0c" "\x0a\x01" "a" "\x3a\x07" "resview"
+                               "\x0a\x0e" "\x0a\x01" "b" "\x18\x01" "\x3a\x07" "resview"
+                               "\x0a\x03" "\x0a\x01" "c"
+                               "\x0a\x0d" "\x0a\x01" "d" "\x12\x02\x0a\x00" "\x3a\x04" "runc";
+    unsigned count = 9;
+    ok(rv_cri_count_pods(pods, sizeof(pods) - 1, "resview", &count) == 0 && count == 1,
+       "ListPodSandbox: one ready pod of handler resview (the other one is not ready): %u", count);
+    ok(rv_cri_count_pods(pods, sizeof(pods) - 1, "", &count) == 0 && count == 1,
+       "…one without a handler (containerd's default)");
+    ok(rv_cri_count_pods(pods, sizeof(pods) - 1, "runc", &count) == 0 && count == 1, "…one of handler runc");
+    ok(rv_cri_count_pods("", 0, "resview", &count) == 0 && count == 0, "…none in an empty answer");
+    ok(rv_cri_count_pods("\x0a\x05\x0a\x09" "abc", 7, "resview", &count) < 0, "…a malformed pod refused");
+
     /* the CRI client never waits past its deadline: a server that accepts and says nothing */
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/silent.sock", tmp);

@@ -39,13 +39,21 @@ if [ -n "$built" ]; then
     [ -f "$DIR/root.img" ] || fail "${built#v2: } (no image built before; logs in $DIR)"
     echo "not ok - v2 ($SUITE): ${built#v2: }; the tests run on the image built before ($(stat -c %y "$DIR/root.img" | cut -d. -f1))"
 fi
+# the scripts and those they run (48-kubernetes-rc.sh runs 48-kubernetes.sh):
+# what they need is made here
+needs=("${scripts[@]}")
+for s in "${scripts[@]}"; do
+    for t in $(grep -o '[0-9][0-9]-[a-z0-9-]*\.sh' "$s" | sort -u); do
+        [ -f "tests/e2e/$t" ] && needs+=("tests/e2e/$t")
+    done
+done
 # what the guest cannot build itself (it has no network): the node image
-if grep -qs resview-node.tar "${scripts[@]}"; then
+if grep -qs resview-node.tar "${needs[@]}"; then
     out=$(make -s --no-print-directory image 2>&1) || fail "make image: $(tail -n 3 <<<"$out")"
 fi
 # what the guest cannot fetch itself (it has no network): the S3 server of the
 # s3fs test, cached where the host's own run puts it
-if grep -qs s3rver_start "${scripts[@]}" && [ ! -x build/test-cache/s3rver/node_modules/.bin/s3rver ]; then
+if grep -qs s3rver_start "${needs[@]}" && [ ! -x build/test-cache/s3rver/node_modules/.bin/s3rver ]; then
     npm install --prefix build/test-cache/s3rver --cache build/test-cache/s3rver/npm-cache \
         --no-audit --no-fund --loglevel=error s3rver@3 >/dev/null 2>&1 || echo "# v2: npm install s3rver failed"
 fi

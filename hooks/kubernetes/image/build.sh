@@ -25,10 +25,12 @@ OUT=$BUILD/resview-node.tar
 [ -x "$BUILD/resview" ] && [ -x "$BUILD/static/resview-runtime" ] && [ -x "$BUILD/static/resview-hook" ] || {
     echo "build.sh: run \`make all static\` first" >&2; exit 1; }
 
-# The package owning a library path (Debian 12 ships some under /lib, some under /usr/lib).
+# The package owning a library path (Debian 12 ships some under /lib, some under /usr/lib;
+# from Debian 13 on, dpkg-query -S says "diversion by PKG from: PATH" first where the
+# /usr merge diverted a path, and "PKG1, PKG2: PATH" for a path several packages own).
 owner() {
     for p in "$1" "$(readlink -f "$1")" "/usr$1" "${1#/usr}"; do
-        dpkg-query -S "$p" 2>/dev/null | sed -n '1s/:.*//p' | grep . && return 0
+        dpkg-query -S "$p" 2>/dev/null | grep -v '^diversion by ' | sed -n '1s/[,:].*//p' | grep . && return 0
     done
     echo "build.sh: no Debian package owns $1" >&2
     return 1
