@@ -468,6 +468,19 @@ static int read_msg(int fd, struct rv_mux_in *in, unsigned conn, struct rv_ttrpc
     }
 }
 
+/* The fake runtime's listening socket at path: -1 when it cannot listen. */
+static int listen_at(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (lfd >= 0 && (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)) {
+        close(lfd);
+        lfd = -1;
+    }
+    return lfd;
+}
+
 static int accept_register(int lfd, struct rv_mux_in *in)
 {
     struct rv_ttrpc_msg m;
@@ -522,13 +535,11 @@ static int runtime_call(int fd, struct rv_mux_in *in, uint32_t stream, const cha
 static void test_socket(void)
 {
     char sock[256];
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct rv_mux_in in;
     Ttrpc__Response *resp = NULL;
     struct fixture f;
 
     snprintf(sock, sizeof(sock), "%s/nri.sock", tmp);
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
     pid_t pid = fork();
     if (pid == 0) {
         struct rv_error err;
@@ -538,8 +549,8 @@ static void test_socket(void)
         _exit(1);
     }
     usleep(300000);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "fake runtime listens (late)");
+    int lfd = listen_at(sock);
+    ok(lfd >= 0, "fake runtime listens (late)");
     int fd = accept_register(lfd, &in);
     ok(fd >= 0, "the plugin found the socket and registered on connection 2");
     Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
@@ -715,10 +726,8 @@ static int bench(const char *arg)
     int rounds = 0;
     if (sscanf(arg, "%255s %d", sock, &rounds) != 2 || rounds < 1)
         return 2;
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)
+    int lfd = listen_at(sock);
+    if (lfd < 0)
         return 1;
     struct rv_mux_in in;
     alarm(120);
