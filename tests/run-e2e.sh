@@ -2,6 +2,8 @@
 # Run every end-to-end script tests/e2e/*.sh (as root). Each prints TAP-like
 # "ok - name" / "not ok - name" lines. Prints a total line.
 # Usage: run-e2e.sh [SCRIPT...]  (default: all)
+# RESVIEW_E2E_TIMEOUT: seconds a script may run (default 900; an emulated
+# guest's run sets more, tests/v2/run.sh)
 set -u
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "e2e: must run as root" >&2; exit 1; }
@@ -9,7 +11,7 @@ pass=0 fail=0
 scripts=("$@"); [ ${#scripts[@]} -gt 0 ] || scripts=(tests/e2e/*.sh)
 for s in "${scripts[@]}"; do
     start=$(date +%s)
-    out=$(timeout 900 bash "$s" 2>&1); rc=$?
+    out=$(timeout "${RESVIEW_E2E_TIMEOUT:-900}" bash "$s" 2>&1); rc=$?
     p=$(grep -c '^ok ' <<<"$out"); f=$(grep -c '^not ok ' <<<"$out")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; out="$out
 not ok - $(basename "$s") exited $rc"; fi
