@@ -271,16 +271,26 @@ static void strings(const char *dir)
 
 /* Another thread flips the strings the main thread passes to mount(2). */
 static volatile int flipping = 1;
-static char race_type[16] = "fuse.probe", race_target[256];
+/* The flipper writes the refused type and target over the good ones and
+ * back. A copy is not one store: the broker may read a mix of both strings
+ * (byte by byte, as a "rep movsb" copies under some CPUs and emulators).
+ * The refused target has the good one's length, "/proc/" then 'x's: no mix of
+ * the two is a place for FUSE other than DIR itself ("/mnt/" could be, were
+ * it "/proc" over "/mnt/fuse"), and every mix of the types is refused or a
+ * FUSE type. So a mount anywhere but DIR, or of another type, is the broker's
+ * doing (a string read twice): "bad". */
+static char race_type[16] = "fuse.probe", race_target[256], race_other[256];
 static char race_dir[256];
 static void *flipper(void *arg)
 {
+    size_t len = strlen(race_dir) + 1;
+
     (void)arg;
     while (flipping) {
         memcpy(race_type, "tmpfs\0", 6);
-        memcpy(race_target, "/proc\0", 6);
+        memcpy(race_target, race_other, len);
         memcpy(race_type, "fuse.probe", 11);
-        memcpy(race_target, race_dir, strlen(race_dir) + 1);
+        memcpy(race_target, race_dir, len);
     }
     return NULL;
 }
@@ -290,9 +300,16 @@ static void race(const char *dir, int n)
     pthread_t t;
     int mounted = 0, refused = 0, bad = 0;
     char opts[256], line[1024];
+    size_t len = strlen(dir);
 
+    if (len < 7 || len >= sizeof(race_dir)) {
+        printf("race: DIR must be 7 to 255 bytes\n");
+        return;
+    }
     snprintf(race_dir, sizeof(race_dir), "%s", dir);
-    memcpy(race_target, race_dir, strlen(race_dir) + 1);
+    memset(race_other, 'x', len);
+    memcpy(race_other, "/proc/", 6);
+    memcpy(race_target, race_dir, len + 1);
     pthread_create(&t, NULL, flipper, NULL);
     /* n tries, and on until both outcomes have happened (at most 20 n): how
      * often the broker reads a flipped string is luck of the timing */
@@ -306,17 +323,19 @@ static void race(const char *dir, int n)
         }
         mounted++;
         close(fd);
-        /* what got mounted, and where */
+        /* what got mounted, and where: a stray mount is said and taken away */
         FILE *f = fopen("/proc/self/mountinfo", "r");
         while (f && fgets(line, sizeof(line), f)) {
             char mp[256], type[64];
             const char *dash = strstr(line, " - ");
             if (!dash || sscanf(line, "%*d %*d %*s %*s %255s", mp) != 1 || sscanf(dash + 3, "%63s", type) != 1)
                 continue;
-            if (strcmp(type, "tmpfs") == 0 && strcmp(mp, "/proc") == 0)
+            if ((strcmp(type, "tmpfs") == 0 && strcmp(mp, "/proc") == 0) ||
+                (strncmp(type, "fuse", 4) == 0 && strcmp(mp, dir) != 0 && strcmp(type, "fuse.lxcfs") != 0)) {
+                printf("race-bad %s on %s\n", type, mp);
+                umount2(mp, MNT_DETACH);
                 bad++;
-            if (strncmp(type, "fuse", 4) == 0 && strcmp(mp, dir) != 0 && strcmp(type, "fuse.lxcfs") != 0)
-                bad++;
+            }
         }
         if (f)
             fclose(f);
