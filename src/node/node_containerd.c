@@ -406,12 +406,14 @@ static int make_effective(const struct rv_node_containerd *c, unsigned *restarte
 }
 
 /* An imported file that holds the CRI plugin's table (NVIDIA's toolkit 1.18
- * writes its drop-in as a copy of the whole table): containerd before 2.1
- * replaces the table of config.toml with that file's, so resview's entry in
- * config.toml alone would not be in effect. resview then writes its own
- * drop-in beside it, merged after it: a copy of that file with resview's
- * entry (and default). Without such a file, or on uninstall, any drop-in of
- * ours is removed. */
+ * writes its drop-in as a copy of the whole table): containerd 1.x replaces
+ * the table of config.toml with that file's, so resview's entry in
+ * config.toml alone would not be in effect; 2.x merges key by key, so only
+ * what that file sets itself counts against it (a default, a stale resview
+ * entry; rv_node_gpu_detect). Where resview's entry or default is not in
+ * effect, resview writes its own drop-in beside it, merged after it: a copy
+ * of that file with resview's entry (and default). Otherwise, or on
+ * uninstall, any drop-in of ours is removed. */
 static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err)
 {
     struct rv_node_gpu g;
@@ -432,7 +434,7 @@ static int dropin_apply(const struct rv_node_containerd *c, struct rv_error *err
         if (unlink(g.own_dropin) < 0 && errno != ENOENT)
             return rv_fail(err, errno, "remove `%s`", g.own_dropin);
         rv_node_say("containerd: removed resview's drop-in `%s`%s%s", g.own_dropin,
-                    need || c->uninstall || !g.cri_from_import ? "" : ": the file it copied has resview's entry",
+                    need || c->uninstall || !g.cri_from_import ? "" : ": resview's entry is in effect without it",
                     need || c->uninstall || !g.cri_from_import || !c->set_default ? "" :
                     " and a default that is resview or runs it next");
     }
@@ -734,13 +736,18 @@ static void read_cri(const struct rv_toml *doc, const char *own_runtime, struct 
                 g->names_resview = true;
             if (rv_toml_string(doc, it, bin, sizeof(bin)) < 0)
                 continue;
-            if (strcmp(bin, own_runtime) == 0) {
-                g->resview_ours |= resview;
+            if (resview)   /* the last file that names it decides */
+                g->resview_ours = strcmp(bin, own_runtime) == 0;
+            if (strcmp(bin, own_runtime) == 0)
                 continue;
-            }
-            snprintf(names[*nr], 64, "%.*s", (int)(sep - name), name);
-            snprintf(bins[*nr], PATH_MAX, "%s", bin);
-            (*nr)++;
+            /* an entry an earlier file named too (containerd 2.x): this file's */
+            int at = 0;
+            while (at < *nr && (strncmp(names[at], name, (size_t)(sep - name)) != 0 || names[at][sep - name]))
+                at++;
+            snprintf(names[at], 64, "%.*s", (int)(sep - name), name);
+            snprintf(bins[at], PATH_MAX, "%s", bin);
+            if (at == *nr)
+                (*nr)++;
         }
     }
 }
@@ -779,7 +786,12 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
     if ((n = config_files(config, text, len, paths, RV_NODE_MAX_IMPORTS + 1, err)) < 0)
         goto out;
     g->n_imports = n - 1;
-    /* containerd 1.x: the last file with the CRI plugin's table replaces it whole */
+    /* containerd 1.x: the last file with the CRI plugin's table replaces it
+     * whole; 2.x merges them key by key, later files first (its PR 9982).
+     * Key by key only where config.toml is version 3, which only 2.x reads:
+     * on a version 2 file, read as 1.x would, resview may write a drop-in that
+     * 2.x did not need, never miss one 1.x needed */
+    bool by_key = false;
     for (int i = 0; i < n; i++) {
         cleanup_free char *t = NULL;
         struct rv_toml doc;
@@ -795,10 +807,17 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
             rv_wrap(err, "`%s`", paths[i]);
             goto out;
         }
+        if (i == 0) {
+            const struct rv_toml_item *v = rv_toml_get(&doc, "version");
+            by_key = v && v->kind == RV_TOML_VALUE && v->val_end - v->val_start == 1 &&
+                     doc.text[v->val_start] == '3';
+        }
         if (i == 0 || has_cri_table(&doc)) {
-            nr = 0;
-            g->dflt[0] = '\0';
-            g->names_resview = g->resview_ours = false;
+            if (!by_key) {
+                nr = 0;
+                g->dflt[0] = '\0';
+                g->names_resview = g->resview_ours = false;
+            }
             read_cri(&doc, own_runtime, g, names, bins, &nr);
             snprintf(g->cri_file, sizeof(g->cri_file), "%s", paths[i]);
             g->cri_from_import = i > 0;

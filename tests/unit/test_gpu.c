@@ -32,6 +32,13 @@ static void sh(const char *fmt, const char *a, const char *b)
         abort();
 }
 
+static void put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        abort();
+}
+
 static unsigned count(const char *json, char *why, size_t size)
 {
     json_error_t je;
@@ -247,6 +254,37 @@ static void test_detect(void)
     snprintf(path, sizeof(path), "%s/v3.toml", base);
     ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && strcmp(g.runtime, "/usr/local/nvidia/toolkit/nvidia-container-runtime") == 0 &&
        strcmp(g.dflt, "nvidia") == 0, "config version 3 (containerd 2.x)");
+
+    /* an import with the CRI table: containerd 2.x (version 3) merges it key
+     * by key, so config.toml's resview entry stays in effect unless the
+     * import names resview itself; 1.x (version 2) takes the import's table */
+    for (int v = 2; v <= 3; v++) {
+        const char *cri = v == 3 ? "io.containerd.cri.v1.runtime" : "io.containerd.grpc.v1.cri";
+        char d[300], text[1024], f[400];
+        snprintf(d, sizeof(d), "%s/merge%d", base, v);
+        sh("mkdir -p %s/conf.d%s", d, "");
+        snprintf(f, sizeof(f), "%s/config.toml", d);
+        snprintf(text, sizeof(text), "version = %d\nimports = ['%s/conf.d/*.toml']\n"
+                 "[plugins.\"%s\".containerd.runtimes.resview.options]\nBinaryName = \"%s\"\n", v, d, cri, OURS);
+        put(f, text);
+        snprintf(f, sizeof(f), "%s/conf.d/99-nvidia.toml", d);
+        snprintf(text, sizeof(text), "version = %d\n[plugins.\"%s\".containerd]\ndefault_runtime_name = \"nvidia\"\n"
+                 "[plugins.\"%s\".containerd.runtimes.nvidia.options]\nBinaryName = \"/x/nvidia-container-runtime\"\n",
+                 v, cri, cri);
+        put(f, text);
+        snprintf(path, sizeof(path), "%s/config.toml", d);
+        ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && g.cri_from_import && strcmp(g.dflt, "nvidia") == 0 &&
+           strcmp(g.runtime, "/x/nvidia-container-runtime") == 0 && g.resview_ours == (v == 3) &&
+           g.names_resview == (v == 3),
+           "version %d, an import with the CRI table and no resview entry: resview's entry %s", v,
+           v == 3 ? "still in effect (2.x merges key by key)" : "replaced (1.x takes the table whole)");
+        /* the import names resview, with another binary (a stale copy): it wins on both */
+        snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                 "[plugins.\"%s\".containerd.runtimes.resview.options]\nBinaryName = \"/old/resview-runtime\"\n", cri);
+        put(f, text);
+        ok(rv_node_gpu_detect(path, OURS, &g, &err) == 0 && g.names_resview && !g.resview_ours,
+           "version %d: an import's stale resview entry wins over config.toml's", v);
+    }
 
     /* the default runtime named otherwise but running NVIDIA's binary */
     sh("printf 'version = 2\\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\\ndefault_runtime_name = \"gpu\"\\n"
