@@ -787,7 +787,7 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
         goto out;
     g->n_imports = n - 1;
     /* containerd 1.x: the last file with the CRI plugin's table replaces it
-     * whole; 2.x merges them key by key, later files first (its PR 9982).
+     * whole; 2.x merges them key by key, a later file's keys winning (its PR 9982).
      * Key by key only where config.toml is version 3, which only 2.x reads:
      * on a version 2 file, read as 1.x would, resview may write a drop-in that
      * 2.x did not need, never miss one 1.x needed */
