@@ -114,10 +114,10 @@ wait "${pids[@]}"
 stop_repair
 # a repair that found LXCFS too slow to answer (its bound: 2 s) exits 1, said
 # in the log: that only, and never a crash
-rcs=$(sort -u "$T/repair.rc" | tr '\n' ' ') slow=$(grep -E 'repair' "$T/resview.log" | grep -cE "$bound")
+rcs=$(sort -u "$T/repair.rc" | tr '\n' ' ') slow=$(grep -E 'repair( [^ ]+)?: ' "$T/resview.log" | grep -cE "$bound")
 t_ok "repair running during the starts and stops never crashed, and failed only where LXCFS did not answer in time ($rcs; $slow said so)" \
     test "$rcs" = "0 " -o \( "$rcs" = "0 1 " -a "$(grep -cx 1 "$T/repair.rc")" -le "$slow" \)
-[ "$rcs" = "0 " ] || grep -E 'repair' "$T/resview.log" | grep -E 'warn|error' | sed 's/^[^ ]* //' | sort | uniq -c | head -n 5 | sed 's/^/#   log: /'
+[ "$rcs" = "0 " ] || grep -E 'repair( [^ ]+)?: ' "$T/resview.log" | grep -E 'warn|error' | sed 's/^[^ ]* //' | sort | uniq -c | head -n 5 | sed 's/^/#   log: /'
 t_ok "repair ran meanwhile ($(wc -l <"$T/repair.rc") times)" test "$(wc -l <"$T/repair.rc")" -ge 2
 RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; rc=$?
 t_eq "a final repair: exit 0" "$rc" 0
