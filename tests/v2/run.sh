@@ -113,7 +113,7 @@ limit=${RESVIEW_V2_TIMEOUT:-2700}
 [ -n "$share" ] || [ -n "${RESVIEW_V2_TIMEOUT:-}" ] || limit=$(( 300 + ${#scripts[@]} * ${RESVIEW_E2E_TIMEOUT:-900} ))
 start=$(date +%s)
 boot; qrc=$?
-# TCG with a thread per vCPU can crash the guest's kernel (seen once: an int3
+# TCG with a thread per vCPU can crash the guest's kernel (seen twice: an int3
 # Oops in the scheduler right after text patching, trixie's 6.12 on a loaded
 # host): once, a new guest runs the scripts that had not ended; those that had
 # count from the console (the guest's writes to the tree may be lost)
