@@ -115,7 +115,7 @@ start=$(date +%s)
 boot; qrc=$?
 # TCG with a thread per vCPU can crash the guest's kernel (seen twice: an int3
 # Oops in the scheduler right after text patching, trixie's 6.12 on a loaded
-# host): once, a new guest runs the scripts that had not ended; those that had
+# host, sid's 7.2 at boot): once, a new guest runs the scripts that had not ended; those that had
 # count from the console (the guest's writes to the tree may be lost)
 if [ ! -f "$RUN/rc" ] && grep -aq "Kernel panic" "$RUN/console.log"; then
     ended=$(grep -ao "e2e  [^ ]*\.sh  *[0-9]* passed, [0-9]* failed ([0-9]*s)" "$RUN/console.log")
