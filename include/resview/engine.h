@@ -75,6 +75,11 @@ extern const struct rv_engine rv_engine_containerd, rv_engine_docker, rv_engine_
 /* The hooks.d file that podman and CRI-O also get (not an engine of its own). */
 extern const struct rv_engine rv_engine_hooksd;
 
+/* The `version` of a containerd config.toml: 2 (containerd 1.x) or 3 (2.x,
+ * the only one that reads it); 0 when there is none, -1 another value. */
+struct rv_toml;
+int rv_containerd_config_version(const struct rv_toml *doc);
+
 /* Engine by name (containerd, docker, podman, crio/cri-o, enroot, slurm); NULL if unknown. */
 const struct rv_engine *rv_engine_find(const char *name);
 /* All engines, NULL-terminated. */

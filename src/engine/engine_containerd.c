@@ -39,19 +39,30 @@ static int containerd_major(void)
     return major;
 }
 
-static int config_version(const struct rv_engine_opts *o, const struct rv_toml *doc, bool *fresh,
-                          struct rv_error *err)
+int rv_containerd_config_version(const struct rv_toml *doc)
 {
     const struct rv_toml_item *v = rv_toml_get(doc, "version");
 
+    if (!v || v->kind != RV_TOML_VALUE)
+        return 0;
+    if (v->val_end - v->val_start == 1 && (doc->text[v->val_start] == '2' || doc->text[v->val_start] == '3'))
+        return doc->text[v->val_start] - '0';
+    return -1;
+}
+
+static int config_version(const struct rv_engine_opts *o, const struct rv_toml *doc, bool *fresh,
+                          struct rv_error *err)
+{
+    int version = rv_containerd_config_version(doc);
+
     *fresh = false;
-    if (v && v->kind == RV_TOML_VALUE) {
-        size_t n = v->val_end - v->val_start;
-        if (n == 1 && (doc->text[v->val_start] == '2' || doc->text[v->val_start] == '3'))
-            return doc->text[v->val_start] - '0';
+    if (version > 0)
+        return version;
+    if (version < 0) {
+        const struct rv_toml_item *v = rv_toml_get(doc, "version");
         return rv_fail(err, 0, "config `version = %.*s` is not supported (2: containerd 1.x, 3: "
-                       "containerd 2.x); migrate it with `containerd config migrate`", (int)n,
-                       doc->text + v->val_start);
+                       "containerd 2.x); migrate it with `containerd config migrate`",
+                       (int)(v->val_end - v->val_start), doc->text + v->val_start);
     }
     if (doc->n > 0)
         return rv_fail(err, 0, "config without `version` (version 1) is not supported; migrate it "

@@ -807,11 +807,8 @@ int rv_node_gpu_detect(const char *config, const char *own_runtime, struct rv_no
             rv_wrap(err, "`%s`", paths[i]);
             goto out;
         }
-        if (i == 0) {
-            const struct rv_toml_item *v = rv_toml_get(&doc, "version");
-            by_key = v && v->kind == RV_TOML_VALUE && v->val_end - v->val_start == 1 &&
-                     doc.text[v->val_start] == '3';
-        }
+        if (i == 0)
+            by_key = rv_containerd_config_version(&doc) == 3;
         if (i == 0 || has_cri_table(&doc)) {
             if (!by_key) {
                 nr = 0;
