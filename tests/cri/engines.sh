@@ -5,6 +5,7 @@
 #                            (CRI disabled unless EXTRA_TOML configures it)
 #   ctd_cri_toml [IMAGE]     the CRI plugin's TOML as a node has it, offline
 #   ctd_restartable          containerd with CRI, (re)started by $T/ctd-restart
+#   ctd_version              the installed containerd's version ("2.1.9"; "" none)
 #   dockerd_start DAEMON_JSON   dockerd on $T/docker.sock using that containerd
 #   rv_image_tar FILE        a busybox rootfs as a tar (for docker import / OCI layout)
 # Every daemon is stopped at exit (and the shims it started, and its mounts).
@@ -19,6 +20,8 @@ wait_for() {
     for i in $(seq 1 300); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
     return 1
 }
+
+ctd_version() { local v; v=$(containerd --version 2>/dev/null | awk '{print $3}'); echo "${v#v}"; }
 
 # Kill the processes started by this test's daemons (shims), by pid.
 _kill_ours() {

@@ -53,10 +53,10 @@ fi
 case $MODE in default|runtimeclass|nri) ;; *) echo "not ok - K8S_RUNTIME: default, runtimeclass or nri, not $MODE"; exit 1;; esac
 echo "# runtime: $MODE"
 KUST=$K8S   # the kustomization whose values (and patches) apply
+CTD_VERSION=$(ctd_version); CTD_MAJOR=${CTD_VERSION%%.*}
 if [ "$MODE" = nri ]; then
-    ver=$(containerd --version 2>/dev/null | awk '{print $3}'); ver=${ver#v}
-    case $ver in
-        ""|0.*|1.[0-6].*|1.[0-6]) echo "ok 1 - skipped: containerd ${ver:-(none)} has no NRI (1.7 and later have it)"; exit 0 ;;
+    case $CTD_VERSION in
+        ""|0.*|1.[0-6].*|1.[0-6]) echo "ok 1 - skipped: containerd ${CTD_VERSION:-(none)} has no NRI (1.7 and later have it)"; exit 0 ;;
     esac
     KUST=$TOP/hooks/kubernetes-nri
 fi
@@ -106,7 +106,6 @@ innode() { nsenter --target "$NODE_INIT" --mount --root --wd "$@"; }
 # containerd 1.x (trimmed, with its comment), version 3 on 2.x (whole, single-quoted
 # plugin keys such as [plugins.'io.containerd.cri.v1.runtime']), with the node's
 # sandbox image, cgroup driver and stream server
-CTD_MAJOR=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
 if [ "${CTD_MAJOR:-1}" -ge 2 ]; then
     containerd config default >"$T/config.default" 2>/dev/null
     sed -e "s|^\( *sandbox = \).*|\1'$IMG'|" -e "s|^\( *SystemdCgroup = \).*|\1$SYSTEMD_CGROUP|" \

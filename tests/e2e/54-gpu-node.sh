@@ -28,7 +28,7 @@
 #    longer needed (the toolkit's cleanup) and at its uninstall.
 # Runs in a mount namespace of its own: the agent's configuration has no
 # state_dir or log file, so /run/resview and /var/log are private tmpfs here.
-# Two scripts, each within run-e2e's 900 s on an emulated guest: this one
+# Two scripts, each about 700 s on an emulated guest (run-e2e's limit there: 1800 s): this one
 # (RV54_PART=toolkit113) runs 1 and 2a to 2c (the toolkit 1.13's whole-file
 # rewrite), 54-gpu-node-dropin.sh (RV54_PART=dropin) 2d to 2g (the toolkit
 # 1.18's drop-in); both begin with resview installed first.
@@ -145,7 +145,7 @@ sed -i "2i export RESVIEW_CONFIG=$T/etc/config.json" "$T/ctd-restart"
 # `containerd config migrate` writes it from the version 2 file (the toolkit 1.13
 # knows version 2 only: its part keeps that file, which containerd 2.x migrates
 # when it loads it)
-CTD_MAJOR=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
+CTD_MAJOR=$(ctd_version | cut -d. -f1)
 if [ "$PART" = dropin ] && [ "${CTD_MAJOR:-1}" -ge 2 ]; then
     containerd --config "$CFG" config migrate >"$CFG.v3" 2>"$T/migrate.err" && grep -q '^version = 3' "$CFG.v3" ||
         { echo "not ok - containerd config migrate"; sed 's/^/#   /' "$T/migrate.err"; exit 1; }

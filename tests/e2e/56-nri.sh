@@ -13,7 +13,7 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 PY=/usr/bin/python3   # Debian's grpcio lives there
 
-ver=$(containerd --version 2>/dev/null | awk '{print $3}'); ver=${ver#v}
+ver=$(ctd_version)
 case $ver in
     ""|0.*|1.[0-6].*|1.[0-6]) echo "ok 1 - skipped: containerd ${ver:-(none)} has no NRI (1.7 and later have it, 2.x on by default)"; exit 0 ;;
 esac
