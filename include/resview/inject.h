@@ -81,6 +81,8 @@ struct rv_inject {
     /* out */
     bool gone;                       /* the process is gone (or the pid was reused) */
     bool refused;                    /* not the container the record names (error says why) */
+    bool host_ns;                    /* the process shares our mount namespace or the host's
+                                        (pid 1's): no container's, nothing done (error says so) */
     const char *root_how;            /* "process root" (after pivot_root) or
                                         "rootfs path" (before it) */
     char error[RV_ERRMSG_MAX];       /* a failure of the whole request */
@@ -90,6 +92,9 @@ struct rv_inject {
 
 /* Add a view; -1 if full or a path is too long. */
 int rv_inject_add(struct rv_inject *req, const char *src, const char *dst);
+/* -1 (host_ns, error) when req->pid is in our mount namespace or pid 1's:
+ * no container's, no views (rv_inject_run checks it too). */
+int rv_inject_check_host_ns(struct rv_inject *req);
 /* Do it, in the calling process: it changes the caller's mount namespace and
  * may block on FUSE. Only for a child of rv_run_bounded(). Returns 0 when
  * every view ended MOUNTED, PRESENT or SKIPPED. */

@@ -176,6 +176,8 @@ static int hook_child(void *arg)
         req->root_dev = rs.st_dev;
         req->root_ino = rs.st_ino;
     }
+    if (rv_inject_check_host_ns(req) < 0)
+        return 1;
     if (job->lxcfs_stuck)
         return 0;
     job->probing = true;
@@ -246,6 +248,11 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
     if (job->req.gone) {
         rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
         return 0;
+    }
+    if (job->req.host_ns) {
+        rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %s; nothing recorded",
+               job->req.error);
+        return cfg->lxcfs_required ? 1 : 0;
     }
     if ((!job->lx.live || job->self_served) && !job->req.start_time) {
         char path[64];

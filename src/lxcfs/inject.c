@@ -391,14 +391,52 @@ static int open_root(struct rv_inject *req, int piddir)
     return -1;
 }
 
-/* The namespace is the recorded one (want_mntns), and a user's (check_owner):
- * owned by a user namespace that uid created, not by ours. */
+/* Whether the namespace nsfd is the one at path (0 where path cannot be
+ * looked at: pid 1's, for a hook that is not root). */
+static bool same_ns(const struct stat *ns, const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && st.st_dev == ns->st_dev && st.st_ino == ns->st_ino;
+}
+
+/* A container's namespace is not ours, nor the host's (a spec with no mount
+ * namespace, a VM-based runtime's process on the host: a view there would
+ * cover the host's own /proc). */
+static int check_not_host(struct rv_inject *req, int nsfd)
+{
+    struct stat ns;
+
+    if (fstat(nsfd, &ns) == 0 && !same_ns(&ns, "/proc/self/ns/mnt") && !same_ns(&ns, "/proc/1/ns/mnt"))
+        return 0;
+    req->host_ns = true;
+    snprintf(req->error, sizeof(req->error), "process %d is in the host's mount namespace, not a "
+             "container's (a runtime without one, or a VM-based runtime): no views", (int)req->pid);
+    return -1;
+}
+
+int rv_inject_check_host_ns(struct rv_inject *req)
+{
+    char path[64];
+    cleanup_close int nsfd = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)req->pid);
+    if ((nsfd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;   /* gone: rv_inject_run says so */
+    return check_not_host(req, nsfd);
+}
+
+/* The namespace is a container's (check_not_host), the recorded one
+ * (want_mntns), and a user's (check_owner): owned by a user namespace that
+ * uid created, not by ours. */
 static int check_namespace(struct rv_inject *req, int nsfd)
 {
     struct stat ns, own, self;
     cleanup_close int userns = -1;
     uid_t owner;
 
+    if (check_not_host(req, nsfd) < 0)
+        return -1;
     if (req->want_mntns && (fstat(nsfd, &ns) < 0 || ns.st_ino != req->want_mntns)) {
         req->gone = true;
         snprintf(req->error, sizeof(req->error), "process %d left mount namespace %llu",
@@ -682,7 +720,7 @@ int rv_inject_run(struct rv_inject *req)
     struct walk_ctx w;
     int r = 0;
 
-    req->gone = req->refused = false;
+    req->gone = req->refused = req->host_ns = false;
     req->error[0] = '\0';
     req->n_mounted = req->n_present = req->n_skipped = req->n_failed = req->n_detached = 0;
     req->n_held = 0;

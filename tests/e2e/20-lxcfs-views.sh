@@ -94,6 +94,23 @@ out=$(jq -n --arg b "$T/h2" --argjson p $ns_pid '{id: "h2", pid: $p, bundle: $b}
 t_eq "hostile: /proc a symlink: hook exits 0" "$rc" "0"
 t_eq "hostile: /proc a symlink: no view through it" "$(grep fuse.lxcfs /proc/$ns_pid/mountinfo | awk '$4 != "/" {print $5}' | grep -c h2)" "0"
 t_eq "hostile: /proc a symlink: nothing mounted outside" "$(grep -c " $T/outside" /proc/$ns_pid/mountinfo)" "0"
+# 2b. A process in the host's own mount namespace (a spec without one, or a
+#     VM-based runtime's process on the host): no view, nothing recorded, and
+#     with lxcfs.required the start fails.
+mkdir -p "$T/h4/rootfs/proc" && echo 1 >"$T/h4/rootfs/proc/uptime"
+cp "$T/h1/config.json" "$T/h4/config.json"
+sleep 600 & host_pid=$!
+t_cleanup "kill $host_pid"
+before=$(grep -c fuse.lxcfs /proc/self/mountinfo)
+out=$(jq -n --arg b "$T/h4" --argjson p $host_pid '{id: "h4", pid: $p, bundle: $b}' | RESVIEW_CONFIG=$T/config.json "$HOOK" 2>&1); rc=$?
+t_eq "host namespace: hook exits 0" "$rc" "0"
+t_eq "host namespace: no view mounted" "$(grep -c fuse.lxcfs /proc/self/mountinfo)" "$before"
+t_ok "host namespace: nothing recorded" test ! -e "$T/state/containers/h4/views"
+t_contains "host namespace: logged" "$(cat "$T/resview.log")" "is in the host's mount namespace"
+jq '.lxcfs.required = true' "$T/config.json" >"$T/config-required.json"
+out=$(jq -n --arg b "$T/h4" --argjson p $host_pid '{id: "h4r", pid: $p, bundle: $b}' | RESVIEW_CONFIG=$T/config-required.json "$HOOK" 2>&1); rc=$?
+t_eq "host namespace, lxcfs.required: the hook fails the start" "$rc" "1"
+t_eq "host namespace, lxcfs.required: still no view" "$(grep -c fuse.lxcfs /proc/self/mountinfo)" "$before"
 # 3. A real container with a `..` symlink on the way to /sys/devices/system/cpu/online
 #    (no /sys mount): it starts, gets the /proc views and none through the symlink.
 for rt in runc crun; do
