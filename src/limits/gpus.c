@@ -7,18 +7,44 @@
 #include "resview/spec.h"
 
 #include <dirent.h>
+#include <stdint.h>
+#include <sys/auxv.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MAX_NAMES 256
+#define SLOT_BITS 10   /* the names' hash table: at most a quarter full */
+#define SLOTS (1u << SLOT_BITS)
 
-/* Distinct device names of one request; `all` is noted apart. */
+/* Distinct device names of one request; `all` is noted apart. A name is
+ * looked up in a hash table, not compared with each kept one: a tenant's
+ * list of megabytes costs its length. */
 struct request {
     const char *names[MAX_NAMES];
     size_t lens[MAX_NAMES];
+    uint16_t slot[SLOTS];   /* 1 + the name's index; 0: free */
     unsigned n;
     bool all, none;
 };
+
+/* FNV-1a from a basis the kernel drew for this process (AT_RANDOM, no
+ * system call): a tenant cannot choose names that all fall in one slot. */
+static size_t hash(const char *s, size_t n)
+{
+    static uint64_t basis;
+    uint64_t h;
+
+    if (!basis) {
+        const uint8_t *r = (const uint8_t *)getauxval(AT_RANDOM);
+        basis = 14695981039346656037ull;
+        for (int i = 0; r && i < 8; i++)
+            basis = (basis ^ r[15 - i]) * 1099511628211ull;
+    }
+    h = basis;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return (size_t)((h ^ h >> 32) * 0x9e3779b97f4a7c15ull >> (64 - SLOT_BITS));
+}
 
 static void add_name(struct request *r, const char *s, size_t n)
 {
@@ -38,13 +64,18 @@ static void add_name(struct request *r, const char *s, size_t n)
         r->all = true;
         return;
     }
-    for (unsigned i = 0; i < r->n; i++)
+    /* once full, no name changes the count */
+    if (r->n == MAX_NAMES)
+        return;
+    size_t h = hash(s, n);
+    for (; r->slot[h]; h = (h + 1) & (SLOTS - 1)) {
+        unsigned i = r->slot[h] - 1u;
         if (r->lens[i] == n && memcmp(r->names[i], s, n) == 0)
             return;
-    if (r->n < MAX_NAMES) {
-        r->names[r->n] = s;
-        r->lens[r->n++] = n;
     }
+    r->slot[h] = (uint16_t)(r->n + 1);
+    r->names[r->n] = s;
+    r->lens[r->n++] = n;
 }
 
 static unsigned host_gpus(const char *dev_dir)

@@ -152,6 +152,36 @@ static void test_count(void)
     ok(count("{}", why, sizeof(why)) == 0, "nothing asked: 0 (%s)", why);
 }
 
+/* A tenant's list of megabytes: the names' table (a hash, not a scan of the
+ * kept ones) counts as the scan did. */
+static unsigned count_list(size_t distinct, size_t repeats, const char *tail)
+{
+    size_t cap = 64 + (distinct + repeats) * 12 + strlen(tail);
+    char *nvd = malloc(cap), why[256];
+    size_t at = (size_t)sprintf(nvd, "NVIDIA_VISIBLE_DEVICES=");
+    for (size_t i = 0; i < distinct + repeats; i++)
+        at += (size_t)sprintf(nvd + at, "%sGPU-%zu", i ? "," : "", i < distinct ? i : i % distinct);
+    sprintf(nvd + at, "%s", tail);
+    json_t *spec = json_pack("{s:{s:[s]}}", "process", "env", nvd);
+    char dev[300];
+    snprintf(dev, sizeof(dev), "%s/dev", base);
+    unsigned n = spec ? rv_gpus_count(spec, dev, why, sizeof(why)) : 9999;
+    json_decref(spec);
+    free(nvd);
+    return n;
+}
+
+static void test_count_many(void)
+{
+    ok(count_list(200, 400000, "") == 200, "200 names, each named 2000 more times: 200");
+    ok(count_list(256, 0, "") == 256 && count_list(300000, 0, "") == 256,
+       "256 distinct names and 300000: 256 (the list's cap)");
+    ok(count_list(300000, 0, ",GPU-7,GPU-299999") == 256, "names named again after the cap: 256");
+    ok(count_list(300000, 0, ",none") == 0, "none at the end of 300000 names: none");
+    ok(count_list(300000, 0, ", all") == 4, "all at the end of 300000 names: the host's 4");
+    ok(count_list(1, 300000, "") == 1, "one name 300001 times: 1");
+}
+
 /* The shim's load: mounts only for the volume-mounts strategy (the cost of a
  * member is paid on every start). */
 static void test_load(void)
@@ -525,6 +555,7 @@ int main(void)
     if (!mkdtemp(base))
         abort();
     test_count();
+    test_count_many();
     test_wanted();
     test_load();
     test_config();
