@@ -35,14 +35,19 @@ ARMS=()
 # without the views is the shim alone.
 printf 'int main(void) { return 0; }\n' >"$T/noop.c"
 musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" || exit 1
+jq --arg t "$T/noop-musl" '.runtimes = [$t]' "$T/config.json" >"$T/cfg-noop.json"
 for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc resview-nowatch+runc \
-           crun glibc-exec+crun musl-exec+crun resview+crun; do
+           nri-hook+runc crun glibc-exec+crun musl-exec+crun resview+crun; do
     mkdir -p "$T/run/bundle-$arm"
     rv_rootfs "$T/run/bundle-$arm/rootfs"
     rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
     case $arm in
         noop-hook+*) jq --arg h "$T/noop-musl" '.hooks.prestart = [{path: $h}]' "$T/run/bundle-$arm/config.json" ;;
         resview-noviews+*) jq '.annotations["resview.io/lxcfs"] = "false"' "$T/run/bundle-$arm/config.json" ;;
+        # NRI mode: what containerd writes from the plugin's adjustment (the
+        # shim's own edit: the variables and the hook entry), run by plain runc
+        nri-hook+*) RESVIEW_CONFIG=$T/cfg-noop.json "$SHIM" create --bundle "$T/run/bundle-$arm" nri-edit >/dev/null &&
+                    cat "$T/run/bundle-$arm/config.json" ;;
         *) cat "$T/run/bundle-$arm/config.json" ;;
     esac >"$T/run/bundle-$arm/config.pristine"
 done
@@ -55,6 +60,8 @@ echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v
 echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
 echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's cost to the runtime); resview-noviews+runc: the shim alone"
 echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed; resview-nowatch+runc: without it (the hook looks them up)"
+echo "   nri-hook+runc: NRI mode, the spec as containerd writes it from the plugin's answer (variables, hook) run by plain runc;"
+echo "   NRI mode's whole start = this + the plugin's answer (tests/bench.d/nri.sh)"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
@@ -63,6 +70,7 @@ echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed;
     "noop-hook+runc=runc --root $T/r9" \
     "resview-noviews+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r10|runc --root $T/r10" \
     "resview-nowatch+runc=RESVIEW_CONFIG=$T/cfg-runc-nowatch.json $SHIM --root $T/r11|runc --root $T/r11" \
+    "nri-hook+runc=runc --root $T/r12" \
     "crun=$CRUN_V1 --root $T/r3" \
     "glibc-exec+crun=$T/passthrough-glibc $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
     "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \
@@ -76,7 +84,6 @@ for b in resview-runtime resview-hook; do
     gcc -static -Wl,--gc-sections -o "$T/$b-glibc-static" "$BUILD/obj/bin-$b.o" "$BUILD/libresview.a" \
         $(pkg-config --static --libs jansson libseccomp) || exit 1
 done
-jq --arg t "$T/noop-musl" '.runtimes = [$t]' "$T/config.json" >"$T/cfg-noop.json"
 gcc -O2 -o "$T/spawn_cost" "$TOP/tests/lib/spawn_cost.c" || exit 1
 echo
 echo "== per-exec cost (posix_spawn + wait, median of 5 batches of 100, µs); next runtime of the shim: a static musl no-op"
