@@ -75,6 +75,10 @@ struct rv_nri_plugin {
     int64_t request_timeout_ms; /* what the runtime waits for an answer (Configure) */
     char runtime[128];          /* "containerd v2.1.4" */
     unsigned long created, adjusted, failed;
+    struct rv_nri_status *status;   /* the instance's status (nri_record.c), or NULL */
+    struct rv_nri_sync *sync;       /* Synchronize's containers to look at (nri_sync.c) */
+    bool sync_ready;                /* its last message came: start once answered */
+    int lock_fd;                    /* the instance's lock (closed in children) */
 };
 
 /* One request of the runtime (the ttrpc Request envelope as received) to
@@ -90,21 +94,50 @@ int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err
 /* Whether the runtime's answer to it says yes (-1 with its reason). */
 int rv_nri_register_result(const uint8_t *resp, size_t len, struct rv_error *err);
 
+/* One instance per socket (nri_record.c): STATE_DIR/nri-<hash of the
+ * socket's path>.lock, flock'd for the plugin's life. The file is also the
+ * instance's status, mmap'd: the plugin updates it at each call with no
+ * system call, and doctor and readiness read it. */
+struct rv_nri_status {
+    char magic[8];              /* RV_NRI_STATUS_MAGIC */
+    int32_t pid;
+    uint32_t pad;
+    uint64_t start;             /* the plugin's start time (/proc/PID/stat) */
+    volatile uint64_t answered; /* calls answered */
+    volatile int64_t busy_ms;   /* a call read and not answered yet since (CLOCK_REALTIME ms), or 0 */
+    volatile int64_t last_ms;   /* the last answer (CLOCK_REALTIME ms), or 0 */
+};
+#define RV_NRI_STATUS_MAGIC "rvnri1\n"
+/* Take the lock of socket's instance and map its status (*st, filled with
+ * our pid): 0, or -1 (err; errnum EBUSY with "another `resview nri` (pid N)
+ * serves ..." when a live instance holds it). The lock stays with *fd. */
+int rv_nri_lock(const struct rv_config *cfg, const char *socket, int *fd, struct rv_nri_status **st,
+                struct rv_error *err);
+long long rv_nri_clock_ms(void);   /* CLOCK_REALTIME in ms, as the status has it */
+
 /* The plugin's registration record (nri_record.c): STATE_DIR/nri-plugin.json,
  * written once the runtime configured the plugin, removed when the
- * connection ends or the plugin is stopped (SIGTERM, SIGINT). */
+ * connection ends or the plugin is stopped (SIGTERM, SIGINT), both only by
+ * its owner (pid and start time, checked under STATE_DIR/nri-plugin.lock). */
 #define RV_NRI_RECORD "nri-plugin.json"
 struct rv_nri_registration {
     int pid;
     unsigned long long start;   /* its start time (/proc/PID/stat), against pid reuse */
     long long since;            /* when it registered (time(2)) */
+    unsigned long long ino;     /* the inode of the plugin's end of the connection (0: unknown) */
+    long long timeout_ms;       /* the runtime's request timeout (0: unknown) */
     char socket[PATH_MAX];
     char runtime[128];          /* "containerd v2.1.9" */
 };
 enum { RV_NRI_REG_NONE = 0, RV_NRI_REG_LIVE = 1, RV_NRI_REG_STALE = 2 };
 int rv_nri_record_path(const struct rv_config *cfg, char *out, size_t size);
-int rv_nri_record_write(const struct rv_config *cfg, const char *socket, const char *runtime,
-                        struct rv_error *err);
+/* Write the record for connection fd; refused (-1, EBUSY) when the record is
+ * another live plugin's. *text: what was written (malloc'd), for
+ * rv_nri_record_drop. */
+int rv_nri_record_write(const struct rv_config *cfg, const char *socket, const char *runtime, int fd,
+                        long long timeout_ms, char **text, struct rv_error *err);
+/* Remove the record if it is still text (ours); async-signal-safe. */
+void rv_nri_record_drop(const char *path, const char *lock_path, const char *text);
 /* RV_NRI_REG_NONE (no record), _LIVE (its process runs), _STALE (the
  * process it names is gone: the plugin was killed), or -1 (err: unreadable);
  * *reg filled from the record but for NONE. */
@@ -116,6 +149,33 @@ int rv_nri_record_read(const struct rv_config *cfg, struct rv_nri_registration *
  * listener that does not take a connection now (why: its backlog is full). The runtime sees a
  * connection that closes before registering (containerd logs one line). */
 int rv_nri_socket_probe(const char *path, int timeout_ms, char *why, size_t size);
+
+/* Whether the live plugin of reg serves the runtime now: the kernel's word on
+ * its connection (sock_diag: closed by the runtime, bytes unread) and its
+ * status (a call read and not answered). RV_NRI_SERVING, RV_NRI_CLOSED (the
+ * runtime closed the connection), RV_NRI_HUNG (a call waited longer than the
+ * runtime's request timeout; *since_ms: the last answer, or when that call was read). Bytes
+ * unread are watched for up to wait_ms (at most the request timeout) before HUNG is said. why:
+ * one phrase. */
+enum { RV_NRI_SERVING = 1, RV_NRI_CLOSED = 2, RV_NRI_HUNG = 3 };
+int rv_nri_serving(const struct rv_config *cfg, const struct rv_nri_registration *reg, int wait_ms,
+                   long long *since_ms, char *why, size_t size);
+/* One line for the state: "serving", "connection closed by the runtime", "not
+ * answering since 2026-...Z (...)". */
+void rv_nri_serving_say(int state, long long since_ms, const char *why, char *out, size_t size);
+
+/* Synchronize (nri_sync.c): the running containers resview serves, kept
+ * from each message (rv_nri_sync_take, no system call), then, once the answer
+ * is sent, given their views in a child of the plugin (rv_nri_sync_start):
+ * each that has no record gets one and repair attaches it; said once per
+ * container in the log and in a file `nri-sync` of its record (doctor). */
+struct rv_nri_sync;
+#define RV_NRI_SYNC_FILE "nri-sync"
+int rv_nri_sync_take(struct rv_nri_plugin *p, const void *sync_request);
+/* After the last message's answer: start the child (none when nothing to
+ * do); the descriptors in close_fds (-1 ends) are closed in it. */
+void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds);
+void rv_nri_sync_free(struct rv_nri_plugin *p);
 
 /* Run the plugin on socket until killed: connect, register, answer;
  * reconnect with backoff when the runtime goes away (nri_plugin.c). */

@@ -13,6 +13,7 @@
 #include "resview/nri.h"
 #include "resview/repair.h"
 #include "resview/seccomp.h"
+#include "resview/state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -436,9 +437,36 @@ static void check_engine(struct report *r, const struct rv_engine *e, const char
         say(r, "ok", "%s: `%s`: %s", e->name, path, detail);
 }
 
+/* NRI's containers created while the plugin was away (nri_sync.c): each
+ * named, for as long as its record lasts */
+struct nri_sync_seen {
+    struct report *r;
+    const struct rv_config *cfg;
+};
+
+static int nri_sync_one(const char *id, void *arg)
+{
+    struct nri_sync_seen *s = arg;
+    cleanup_json json_t *doc = NULL;
+    struct rv_error err;
+    char t[32] = "?";
+
+    if (rv_state_read(s->cfg, id, RV_NRI_SYNC_FILE, &doc, &err) < 0)
+        return 0;
+    time_t when = (time_t)json_integer_value(json_object_get(doc, "time"));
+    struct tm tm;
+    if (when > 0)
+        strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&when, &tm));
+    say(s->r, "warn", "NRI: container %s was created while resview's plugin was not registered: views "
+        "given at its re-registration (%s); its variables are missing until it is re-created", id, t);
+    return 0;
+}
+
 /* NRI: whether the runtime has it on (its socket accepts a connection: a
  * non-blocking connect, never a wait on the runtime), and whether resview's
- * plugin is registered (its record, with a live pid). Neither is needed by
+ * plugin is registered and serving: its record names a live process, and
+ * the runtime is talking to it now (rv_nri_serving: the connection is up,
+ * no call left waiting longer than the runtime waits). Neither is needed by
  * the runtime-class mode: information, not a problem. The socket: --nri-socket,
  * else the plugin's record's, else NRI's default. */
 static void check_nri(struct report *r, const struct rv_config *cfg, const char *sock_opt)
@@ -462,10 +490,18 @@ static void check_nri(struct report *r, const struct rv_config *cfg, const char 
     if (rec == RV_NRI_REG_LIVE) {
         time_t t = (time_t)reg.since;
         struct tm tm;
+        long long at;
+        char state[512];
+        int serving = rv_nri_serving(cfg, &reg, 3000, &at, why, sizeof(why));
+        rv_nri_serving_say(serving, at, why, state, sizeof(state));
         if (reg.since > 0)
             strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-        say(r, "ok", "NRI: resview's plugin (pid %d) registered with %s on `%s` since %s: every "
-            "container created gets its adjustment", reg.pid, reg.runtime, reg.socket, since);
+        if (serving == RV_NRI_SERVING)
+            say(r, "ok", "NRI: resview's plugin (pid %d) registered with %s on `%s` since %s, %s: every "
+                "container created gets its adjustment", reg.pid, reg.runtime, reg.socket, since, state);
+        else
+            say(r, "warn", "NRI: resview's plugin (pid %d) on `%s` is not serving: %s; containers are "
+                "created without its adjustment until it registers again", reg.pid, reg.socket, state);
     } else if (rec == RV_NRI_REG_STALE) {
         say(r, on ? "warn" : "info", "NRI: resview's plugin is not registered: the plugin (pid %d) that "
             "registered on `%s` is gone without removing its record (killed); containers are created "
@@ -476,6 +512,8 @@ static void check_nri(struct report *r, const struct rv_config *cfg, const char 
         say(r, "info", "NRI: resview's plugin is not registered%s", on ? " (`resview nri`, or the "
             "DaemonSet's NRI variant, registers it)" : "");
     }
+    struct nri_sync_seen seen = { r, cfg };
+    rv_state_foreach(cfg, nri_sync_one, &seen);
 }
 
 int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)

@@ -72,17 +72,25 @@ static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uin
     return answer(&resp.base, out, out_len);
 }
 
-static int synchronize(const ProtobufCBinaryData *in, uint8_t **out, size_t *out_len)
+static int synchronize(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
+                       size_t *out_len)
 {
     Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req =
         nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, in->len, in->data);
     Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
 
     /* nothing to update in what runs already; "more" says we take the
-     * rest of a synchronization in several messages */
+     * rest of a synchronization in several messages. The containers that
+     * started bare get their views once it is answered (nri_sync.c, which
+     * keeps req). */
     if (req) {
         resp.more = req->more;
-        nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+        if (rv_nri_sync_take(p, req) < 0) {
+            rv_log(RV_WARN, "NRI: Synchronize: out of memory: the containers created meanwhile get no views");
+            nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
+        }
+    } else {
+        rv_log(RV_WARN, "NRI: Synchronize: a request that is no SynchronizeRequest (%zu bytes)", in->len);
     }
     return answer(&resp.base, out, out_len);
 }
@@ -166,7 +174,7 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8
     } else if (strcmp(req->method, "Configure") == 0) {
         rc = configure(p, &req->payload, out, out_len);
     } else if (strcmp(req->method, "Synchronize") == 0) {
-        rc = synchronize(&req->payload, out, out_len);
+        rc = synchronize(p, &req->payload, out, out_len);
     } else if (strcmp(req->method, "CreateContainer") == 0) {
         rc = create_container(p, &req->payload, out, out_len);
     } else {

@@ -2,9 +2,13 @@
  * socket, register, answer its calls (nri_handle.c) until it goes away,
  * then connect again with backoff. One thread: a call is answered before the
  * next is read, each within the runtime's request timeout (the edits read a
- * few cgroup files and decide). Once configured, it writes its registration
- * record (nri_record.c) for `resview doctor` and the node agent's readiness;
- * the record goes when the connection ends, and on SIGTERM or SIGINT. */
+ * few cgroup files and decide). One instance per socket: the socket's lock
+ * (rv_nri_lock) is held for the process's life, and its status counts the
+ * calls answered. Once configured, it writes its registration record
+ * (nri_record.c) for `resview doctor` and the node agent's readiness; the
+ * record goes when the connection ends, and on SIGTERM or SIGINT, each time
+ * only if it is still ours. Synchronize's containers get their views in a
+ * child once the answer is sent (nri_sync.c). */
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/log.h"
@@ -25,25 +29,51 @@
  * well before this, or the runtime is not listening to us */
 #define CONFIGURE_WAIT_MS 30000
 
-/* The record's path, and whether we wrote it: the signal handler removes it
- * (unlink and _exit are async-signal-safe). */
-static char record_path[PATH_MAX];
+/* The record's path, its lock's, and what we wrote there: the signal
+ * handler removes it if it is still that (open, read, flock, unlink and
+ * _exit are async-signal-safe); the signals are blocked while the loop
+ * writes or removes it. */
+static char record_path[PATH_MAX], record_lock[PATH_MAX];
+static char *record_text;
 static volatile sig_atomic_t record_written;
+static sigset_t stop_signals;
 
 static void on_stop(int sig)
 {
     (void)sig;
     if (record_written)
-        unlink(record_path);
+        rv_nri_record_drop(record_path, record_lock, record_text);
     _exit(0);
 }
 
 static void record_drop(void)
 {
+    sigprocmask(SIG_BLOCK, &stop_signals, NULL);
     if (record_written) {
         record_written = 0;
-        unlink(record_path);
+        rv_nri_record_drop(record_path, record_lock, record_text);
+        free(record_text);
+        record_text = NULL;
     }
+    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
+}
+
+static void record_write(struct rv_nri_plugin *p, int fd)
+{
+    struct rv_error e;
+    char *text = NULL;
+
+    sigprocmask(SIG_BLOCK, &stop_signals, NULL);
+    if (rv_nri_record_write(p->cfg, p->socket, p->runtime[0] ? p->runtime : "?", fd,
+                            (long long)p->request_timeout_ms, &text, &e) < 0) {
+        rv_log(RV_WARN, "NRI: the registration record: %s (doctor and the node agent "
+               "will say the plugin is not registered)", e.msg);
+    } else {
+        free(record_text);
+        record_text = text;
+        record_written = 1;
+    }
+    sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
 }
 
 static void sleep_ms(long ms)
@@ -112,18 +142,23 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
         /* as the shim at each create: the hook may come (or go) while we run */
         p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
         bool was_configured = p->configured;
+        if (p->status)
+            p->status->busy_ms = rv_nri_clock_ms();
         if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
             return rv_fail(err, ENOMEM, "NRI: an answer");
         if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
             return -1;
-        if (p->configured && !was_configured) {
-            /* Configure answered: the runtime calls us from now on */
-            struct rv_error e;
-            if (rv_nri_record_write(p->cfg, p->socket, p->runtime[0] ? p->runtime : "?", &e) < 0)
-                rv_log(RV_WARN, "NRI: the registration record: %s (doctor and the node agent "
-                       "will say the plugin is not registered)", e.msg);
-            else
-                record_written = 1;
+        if (p->status) {
+            p->status->last_ms = rv_nri_clock_ms();
+            p->status->answered++;
+            p->status->busy_ms = 0;
+        }
+        if (p->configured && !was_configured)
+            record_write(p, fd);   /* Configure answered: the runtime calls us from now on */
+        if (p->sync_ready) {
+            int keep[] = { fd, p->lock_fd, -1 };
+            p->sync_ready = false;
+            rv_nri_sync_start(p, keep);
         }
         long took = rv_now_ms() - t0;
         if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
@@ -143,7 +178,9 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
 }
 
 /* One connection, from registration until the runtime goes away: 0 when it
- * closed the socket, -1 on an error (err). */
+ * closed the socket between calls, 1 when it closed it on a call (our answer
+ * met a closed socket, or the end came in the middle of a call: err says
+ * which), -1 on an error (err). */
 static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
 {
     cleanup_free uint8_t *reg = NULL;
@@ -183,10 +220,19 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
         }
         if (n == 0) {
             r = 0;
+            if (in.trunk.len > in.trunk.off || in.conn[RV_MUX_PLUGIN].len > in.conn[RV_MUX_PLUGIN].off) {
+                rv_fail(err, 0, "the end came in the middle of a call");
+                r = 1;
+            }
             goto out;
         }
-        if (rv_mux_feed(&in, buf, (size_t)n, err) < 0 || dispatch(p, fd, &in, &registered, err) < 0)
+        if (rv_mux_feed(&in, buf, (size_t)n, err) < 0)
             goto out;
+        if (dispatch(p, fd, &in, &registered, err) < 0) {
+            if (err->errnum == EPIPE || err->errnum == ECONNRESET)
+                r = 1;   /* it gave up on our answer */
+            goto out;
+        }
     }
 out:
     record_drop();
@@ -203,27 +249,36 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
     struct sigaction sa = { .sa_handler = on_stop };
     sigset_t stop;
 
+    struct rv_nri_status *status = NULL;
+    int lock_fd = -1;
+
     rv_host_defaults(&host);
     signal(SIGPIPE, SIG_IGN);
-    if (rv_nri_record_path(cfg, record_path, sizeof(record_path)) < 0)
+    if (rv_nri_record_path(cfg, record_path, sizeof(record_path)) < 0 ||
+        rv_snprintf(record_lock, sizeof(record_lock), "%s/nri-plugin.lock", cfg->state_dir) < 0)
         return rv_fail(err, ENAMETOOLONG, "state_dir `%s`", cfg->state_dir);
+    /* one instance per socket: a second one stops here, touching nothing */
+    if (rv_nri_lock(cfg, socket_path, &lock_fd, &status, err) < 0)
+        return -1;
     /* a record that a killed plugin left (SIGKILL) is not ours to trust */
     struct rv_nri_registration old;
     struct rv_error e0;
     if (rv_nri_record_read(cfg, &old, &e0) == RV_NRI_REG_STALE)
         unlink(record_path);
-    sigfillset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    stop_signals = stop;
+    sigfillset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     sigprocmask(SIG_UNBLOCK, &stop, NULL);
     rv_log(RV_INFO, "NRI: plugin %s (index %s) on `%s`", RV_NRI_PLUGIN_NAME, RV_NRI_PLUGIN_IDX,
            socket_path);
     for (;;) {
         struct rv_nri_plugin p = { .cfg = cfg, .host = &host, .socket = socket_path,
-                                   .hook_missing = access(cfg->hook_path, X_OK) != 0 };
+                                   .hook_missing = access(cfg->hook_path, X_OK) != 0,
+                                   .status = status, .lock_fd = lock_fd };
         struct rv_error e;
         cleanup_close int fd = dial(socket_path, &e);
         if (fd < 0) {
@@ -240,8 +295,14 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
             rv_log(RV_WARN, "NRI: the hook `%s` cannot be run here: containers get no LXCFS views",
                    cfg->hook_path);
         long start = rv_now_ms();
-        if (session(&p, fd, &e) < 0)
+        int how = session(&p, fd, &e);
+        rv_nri_sync_free(&p);
+        if (how < 0)
             rv_log(RV_ERROR, "%s; connecting again", e.msg);
+        else if (how == 1)
+            rv_log(RV_ERROR, "NRI: the runtime closed the connection: containers created meanwhile get "
+                   "views at re-registration, not variables (%s; %lu containers, %lu adjusted, %lu "
+                   "unchanged or refused); connecting again", e.msg, p.created, p.adjusted, p.failed);
         else
             rv_log(RV_INFO, "NRI: the runtime closed the connection (%lu containers, %lu adjusted, "
                    "%lu unchanged or refused); connecting again", p.created, p.adjusted, p.failed);

@@ -627,13 +627,13 @@ static void test_record_probe(void)
 
     pid_t pid = fork();
     if (pid == 0)
-        _exit(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", &err) < 0);
+        _exit(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", -1, 0, &text, &err) < 0);
     int status;
     waitpid(pid, &status, 0);
     ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child wrote a record and exited");
     ok(rv_nri_record_read(&cfg, &reg, &err) == RV_NRI_REG_STALE && reg.pid == pid &&
        strcmp(reg.socket, "/x/nri.sock") == 0, "its process is gone: the record is stale, its fields read");
-    ok(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", &err) == 0 &&
+    ok(rv_nri_record_write(&cfg, "/x/nri.sock", "containerd v2", -1, 0, &text, &err) == 0 &&
        rv_nri_record_read(&cfg, &reg, &err) == RV_NRI_REG_LIVE && reg.pid == getpid(), "our own record: live");
     /* the same pid with another start time: a reused pid is not the plugin */
     rv_nri_record_path(&cfg, path, sizeof(path));
@@ -668,6 +668,7 @@ static void test_record_probe(void)
 /* RESVIEW_NRI_SEEDS=DIR: write fuzz_nri's seeds (tests/fuzz/corpus/nri/)
  * from these fixtures. */
 static void write_seed(const char *dir, const char *name, uint8_t mode, const uint8_t *p, size_t n)
+    char *text = NULL;   /* what the record holds (rv_nri_record_write) */
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -679,6 +680,7 @@ static void write_seed(const char *dir, const char *name, uint8_t mode, const ui
         fputc(63, f);
     fwrite(p, 1, n, f);
     fclose(f);
+    free(text);
 }
 
 static void seeds(const char *dir)

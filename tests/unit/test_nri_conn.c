@@ -1,0 +1,402 @@
+/* test_nri_conn.c - the NRI plugin's connection as the runtime and the
+ * operator see it, with a real plugin (rv_nri_run in a child) and a fake
+ * runtime on a Unix socket (nri_fake.h): one instance per socket (a second
+ * one refused, naming the first, leaving its record), the record written and
+ * removed by its owner only, "serving" as the kernel and the plugin's status
+ * say it (a stopped plugin with a call waiting: not answering; the runtime's
+ * end closed: closed), the dropped call's log line, and Synchronize: the
+ * running containers resview serves and that have no record get one (and a
+ * note for doctor), the others are left alone.
+ * RESVIEW_NRI_FAKE="SOCK ID PID CGROUPS_PATH": be the fake runtime for e2e
+ * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin. */
+#define _GNU_SOURCE
+#include "unit.h"
+#include "nri/nri_msg.h"
+#include "nri_fake.h"
+#include "resview/log.h"
+#include "resview/hook.h"
+#include "resview/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmp[] = "/tmp/rv-nric-XXXXXX";
+static struct rv_config cfg;
+
+static void conf_init(Nri__Pkg__Api__V1alpha1__ConfigureRequest *conf, int64_t timeout_ms)
+{
+    nri__pkg__api__v1alpha1__configure_request__init(conf);
+    conf->runtime_name = "fakerd";
+    conf->runtime_version = "v9";
+    conf->request_timeout = timeout_ms;
+}
+
+static int wait_record(int want, struct rv_nri_registration *reg)
+{
+    struct rv_error err;
+    int r = -1;
+    for (int i = 0; i < 100 && (r = rv_nri_record_read(&cfg, reg, &err)) != want; i++)
+        usleep(50000);
+    return r;
+}
+
+/* Whether a line of the log has both (b NULL: a) */
+static bool log_line_has(const char *a, const char *b)
+{
+    char line[4096];
+    bool yes = false;
+    FILE *f = fopen(cfg.log_file, "re");
+    while (f && !yes && fgets(line, sizeof(line), f))
+        yes = strstr(line, a) && (!b || strstr(line, b));
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+static bool log_has(const char *needle)
+{
+    return log_line_has(needle, NULL);
+}
+
+static pid_t plugin_start(const char *sock)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rv_error err;
+        alarm(60);
+        rv_log_init("nri", &cfg);
+        if (rv_nri_run(&cfg, sock, &err) < 0) {
+            printf("# second: %s\n", err.msg);
+            _exit(err.errnum == EBUSY ? 3 : 1);
+        }
+        _exit(0);
+    }
+    return pid;
+}
+
+/* ---- one instance per socket ---- */
+
+static void test_lock(void)
+{
+    char sock[256], sock2[256];
+    int fd = -1;
+    struct rv_nri_status *st = NULL;
+    struct rv_error err;
+
+    snprintf(sock, sizeof(sock), "%s/a.sock", tmp);
+    snprintf(sock2, sizeof(sock2), "%s/b.sock", tmp);
+    ok(rv_nri_lock(&cfg, sock, &fd, &st, &err) == 0 && st && st->pid == getpid(),
+       "the first instance takes the socket's lock; its status names it");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd2 = -1;
+        struct rv_nri_status *st2;
+        struct rv_error e2;
+        char want[64];
+        snprintf(want, sizeof(want), "(pid %d)", (int)getppid());
+        int same = rv_nri_lock(&cfg, sock, &fd2, &st2, &e2) < 0 && e2.errnum == EBUSY && strstr(e2.msg, want);
+        printf("# %s\n", e2.msg);
+        int other = rv_nri_lock(&cfg, sock2, &fd2, &st2, &e2) == 0;
+        _exit(same && other ? 0 : 1);
+    }
+    int status = -1;
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "another process: the same socket refused naming the holder's pid, another socket taken");
+    close(fd);
+    munmap(st, sizeof(*st));
+}
+
+/* ---- a real plugin: second instance, serving, stopped, closed, dropped call ---- */
+
+static void test_plugin(void)
+{
+    char sock[256], why[256], said[512];
+    struct rv_mux_in in;
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf;
+    struct rv_nri_registration reg;
+    long long since;
+
+    snprintf(sock, sizeof(sock), "%s/nri.sock", tmp);
+    int lfd = fake_listen_at(sock);
+    pid_t pid = plugin_start(sock);
+    int fd = fake_accept_register(lfd, &in);
+    ok(fd >= 0, "the plugin registered");
+    conf_init(&conf, 1000);
+    ok(fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured (request timeout 1 s)");
+    ttrpc__response__free_unpacked(resp, NULL);
+    ok(wait_record(RV_NRI_REG_LIVE, &reg) == RV_NRI_REG_LIVE && reg.pid == pid && reg.ino > 0 &&
+       reg.timeout_ms == 1000, "the record names the plugin, its connection's inode and the timeout");
+    int sv = rv_nri_serving(&cfg, &reg, 1000, &since, why, sizeof(why));
+    rv_nri_serving_say(sv, since, why, said, sizeof(said));
+    ok(sv == RV_NRI_SERVING, "connected and idle: serving (%s)", said);
+
+    /* a second instance on the same socket: refused, the first's record kept */
+    pid_t second = plugin_start(sock);
+    int status = -1;
+    waitpid(second, &status, 0);
+    struct rv_nri_registration now;
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 3 && wait_record(RV_NRI_REG_LIVE, &now) == RV_NRI_REG_LIVE &&
+       now.pid == pid, "a second instance on the socket is refused (exit %d) and the record is still pid %d's",
+       WIFEXITED(status) ? WEXITSTATUS(status) : -1, now.pid);
+
+    /* stopped with a call waiting: not answering; resumed: it answers */
+    kill(pid, SIGSTOP);
+    struct timespec pause = { 0, 100 * 1000000L };
+    nanosleep(&pause, NULL);
+    ok(fake_send(fd, 3, "Shutdown", NULL) == 0, "a call sent to the stopped plugin");
+    long t0 = rv_now_ms();
+    sv = rv_nri_serving(&cfg, &reg, 5000, &since, why, sizeof(why));
+    rv_nri_serving_say(sv, since, why, said, sizeof(said));
+    ok(sv == RV_NRI_HUNG && rv_now_ms() - t0 >= 900 && strncmp(said, "not answering since 20", 22) == 0,
+       "stopped, a call unread for the runtime's timeout: %s", said);
+    kill(pid, SIGCONT);
+    struct rv_ttrpc_msg m;
+    ok(fake_read_msg(fd, &in, RV_MUX_PLUGIN, &m) == 1 && m.stream == 3, "resumed: the call is answered");
+    ok(rv_nri_serving(&cfg, &reg, 1000, &since, why, sizeof(why)) == RV_NRI_SERVING, "and it is serving again");
+
+    /* stopped, the runtime closes the connection on a call: closed; resumed: the dropped call is said */
+    kill(pid, SIGSTOP);
+    nanosleep(&pause, NULL);
+    ok(fake_send(fd, 5, "Shutdown", NULL) == 0, "another call to the stopped plugin");
+    close(fd);
+    rv_mux_in_free(&in);
+    sv = rv_nri_serving(&cfg, &reg, 1000, &since, why, sizeof(why));
+    rv_nri_serving_say(sv, since, why, said, sizeof(said));
+    ok(sv == RV_NRI_CLOSED && strncmp(said, "connection closed by the runtime", 32) == 0,
+       "the runtime closed the connection: %s", said);
+    kill(pid, SIGCONT);
+    fd = fake_accept_register(lfd, &in);
+    ok(fd >= 0, "resumed: the plugin registers again");
+    ok(log_has("NRI: the runtime closed the connection: containers created meanwhile get views at "
+               "re-registration, not variables ("), "the dropped call is logged as such");
+    ok(wait_record(RV_NRI_REG_NONE, &now) == RV_NRI_REG_NONE, "until configured again, no record");
+    conf_init(&conf, 1000);
+    ok(fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
+    ttrpc__response__free_unpacked(resp, NULL);
+    ok(wait_record(RV_NRI_REG_LIVE, &now) == RV_NRI_REG_LIVE && now.ino != reg.ino,
+       "the new record names the new connection");
+
+    /* the record is the owner's: another process's is left alone at SIGTERM */
+    char path[PATH_MAX];
+    rv_nri_record_path(&cfg, path, sizeof(path));
+    kill(pid, SIGTERM);
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && wait_record(RV_NRI_REG_NONE, &now) == RV_NRI_REG_NONE,
+       "SIGTERM: the owner removes its record");
+    close(fd);
+    rv_mux_in_free(&in);
+    close(lfd);
+    unlink(sock);
+}
+
+/* ---- Synchronize ---- */
+
+struct sync_c {
+    nri_container c;
+    Nri__Pkg__Api__V1alpha1__LinuxContainer lin;
+    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ann, *annp;
+};
+
+static void sync_container(struct sync_c *s, const char *id, pid_t pid, int state)
+{
+    memset(s, 0, sizeof(*s));
+    nri__pkg__api__v1alpha1__container__init(&s->c);
+    nri__pkg__api__v1alpha1__linux_container__init(&s->lin);
+    s->c.id = (char *)id;
+    s->c.pod_sandbox_id = "pod1";
+    s->c.pid = (uint32_t)pid;
+    s->c.state = state;
+    s->c.linux = &s->lin;
+    s->lin.cgroups_path = "/rv-nric";
+}
+
+static void test_sync(void)
+{
+    char sock[256], path[PATH_MAX];
+    struct rv_mux_in in;
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf;
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    nri_pod pod, *podp = &pod;
+    struct sync_c c[5];
+    nri_container *cp[5];
+    struct rv_error err;
+    struct stat st;
+
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        alarm(60);
+        pause();
+        _exit(0);
+    }
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+    pod.id = "pod1";
+    pod.runtime_handler = "runc";
+    sync_container(&c[0], "served1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    sync_container(&c[1], "optout1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    nri__pkg__api__v1alpha1__container__annotations_entry__init(&c[1].ann);
+    c[1].ann.key = "resview.io/lxcfs";
+    c[1].ann.value = "false";
+    c[1].annp = &c[1].ann;
+    c[1].c.annotations = &c[1].annp;
+    c[1].c.n_annotations = 1;
+    sync_container(&c[2], "stopped1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_STOPPED);
+    sync_container(&c[3], "recorded1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    sync_container(&c[4], "nopod1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    c[4].c.pod_sandbox_id = "elsewhere";
+    for (int i = 0; i < 5; i++)
+        cp[i] = &c[i].c;
+    /* recorded1 has a record (the hook's): not ours to touch */
+    json_t *env = json_pack("{s:[]}", "env");
+    ok(rv_state_write(&cfg, "recorded1", "env", env, &err) == 0, "a record for recorded1");
+    json_decref(env);
+    sync.pods = &podp;
+    sync.n_pods = 1;
+    sync.containers = cp;
+    sync.n_containers = 5;
+
+    snprintf(sock, sizeof(sock), "%s/sync.sock", tmp);
+    int lfd = fake_listen_at(sock);
+    pid_t pid = plugin_start(sock);
+    int fd = fake_accept_register(lfd, &in);
+    conf_init(&conf, 2000);
+    ok(fd >= 0 && fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "registered, configured");
+    ttrpc__response__free_unpacked(resp, NULL);
+    long t0 = rv_now_ms();
+    ok(fake_runtime_call(fd, &in, 3, "Synchronize", &sync.base, &resp) == 0 && (!resp->status || resp->status->code == 0),
+       "Synchronize answered in %ld ms", rv_now_ms() - t0);
+    ttrpc__response__free_unpacked(resp, NULL);
+    bool noted = false;
+    for (int i = 0; i < 100 && !noted; i++) {
+        usleep(50000);
+        noted = rv_state_stat(&cfg, "served1", RV_NRI_SYNC_FILE, &st) == 0 &&
+                (log_has("NRI: views given to") || log_has("NRI: the views of 1 containers"));
+    }
+    ok(noted && rv_state_stat(&cfg, "served1", RV_VIEWS_FILE, &st) == 0,
+       "a running container resview serves, without a record: recorded (views, and the note) and repaired");
+    ok(log_line_has("served1", "NRI: created while the plugin was not registered (pid") &&
+       log_line_has("served1", "its variables are missing until it is re-created"), "and said in the log, by id");
+    ok(!rv_state_exists(&cfg, "optout1") && !rv_state_exists(&cfg, "stopped1") && !rv_state_exists(&cfg, "nopod1"),
+       "opted out, stopped, or of no pod named: left alone");
+    ok(rv_state_stat(&cfg, "recorded1", RV_NRI_SYNC_FILE, &st) < 0 &&
+       rv_state_stat(&cfg, "recorded1", RV_VIEWS_FILE, &st) < 0, "a container with a record: left alone");
+    json_t *rec = NULL;
+    ok(rv_state_read(&cfg, "served1", RV_VIEWS_FILE, &rec, &err) == 0 &&
+       json_integer_value(json_object_get(rec, "pid")) == sleeper &&
+       json_integer_value(json_object_get(rec, "mntns")) > 0,
+       "its record names its process and mount namespace (repair's identity of it)");
+    json_decref(rec);
+    /* re-registration: said once */
+    snprintf(path, sizeof(path), "%s/containers/served1/%s", cfg.state_dir, RV_NRI_SYNC_FILE);
+    struct stat before;
+    stat(path, &before);
+    ok(fake_runtime_call(fd, &in, 5, "Synchronize", &sync.base, &resp) == 0, "Synchronize again");
+    ttrpc__response__free_unpacked(resp, NULL);
+    sleep(1);
+    ok(stat(path, &st) == 0 && st.st_ino == before.st_ino, "a container already noted is not noted again");
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
+    close(fd);
+    rv_mux_in_free(&in);
+    close(lfd);
+}
+
+/* ---- the fake runtime of e2e 57 ---- */
+
+static int fake_runtime(const char *arg)
+{
+    char sock[256], id[128], cgpath[256], line[64];
+    int pid = 0;
+    uint32_t stream = 1;
+    struct rv_mux_in in;
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf;
+
+    if (sscanf(arg, "%255s %127s %d %255s", sock, id, &pid, cgpath) != 4)
+        return 2;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int lfd = fake_listen_at(sock), fd = -1;
+    if (lfd < 0)
+        return 1;
+    printf("listening\n");
+    while (fgets(line, sizeof(line), stdin)) {
+        if (strncmp(line, "accept", 6) == 0) {
+            /* a (re-)registration: Configure, then Synchronize naming the container */
+            Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+            nri_pod pod, *podp = &pod;
+            struct sync_c c;
+            nri_container *cp = &c.c;
+            nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+            pod.id = "pod1";
+            pod.runtime_handler = "runc";
+            sync_container(&c, id, pid, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+            c.lin.cgroups_path = cgpath;
+            sync.pods = &podp;
+            sync.n_pods = 1;
+            sync.containers = &cp;
+            sync.n_containers = 1;
+            conf_init(&conf, 1000);
+            stream = 1;
+            if ((fd = fake_accept_register(lfd, &in)) < 0 ||
+                fake_runtime_call(fd, &in, stream, "Configure", &conf.base, &resp) < 0)
+                return 1;
+            ttrpc__response__free_unpacked(resp, NULL);
+            stream += 2;
+            long t0 = rv_now_ms();
+            if (fake_runtime_call(fd, &in, stream, "Synchronize", &sync.base, &resp) < 0)
+                return 1;
+            ttrpc__response__free_unpacked(resp, NULL);
+            stream += 2;
+            printf("synchronized in %ld ms\n", rv_now_ms() - t0);
+        } else if (strncmp(line, "call", 4) == 0) {
+            /* a call, not waited for (the plugin may be stopped) */
+            if (fake_send(fd, stream, "Shutdown", NULL) < 0)
+                return 1;
+            stream += 2;
+            printf("called\n");
+        } else if (strncmp(line, "close", 5) == 0) {
+            close(fd);
+            rv_mux_in_free(&in);
+            fd = -1;
+            printf("closed\n");
+        }
+    }
+    return 0;
+}
+
+int main(void)
+{
+    if (getenv("RESVIEW_NRI_FAKE"))
+        return fake_runtime(getenv("RESVIEW_NRI_FAKE"));
+    if (!mkdtemp(tmp))
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+    rv_config_defaults(&cfg);
+    strcpy(cfg.hook_path, "/bin/true");
+    strcpy(cfg.hook_stage, "prestart");
+    snprintf(cfg.log_file, sizeof(cfg.log_file), "%s/log", tmp);
+    snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", tmp);
+    snprintf(cfg.lxcfs_root, sizeof(cfg.lxcfs_root), "%s/no-lxcfs", tmp);
+    rv_log_init("nri", &cfg);
+
+    test_lock();
+    test_plugin();
+    test_sync();
+
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+    if (system(cmd) != 0)
+        printf("# cannot remove %s\n", tmp);
+    return unit_done();
+}
