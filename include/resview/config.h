@@ -14,6 +14,7 @@
 #define RV_FUSE_MAX_MOUNTS_DEFAULT 64   /* fuse.max_mounts */
 #define RV_FUSE_MAX_MOUNTS_NODE_DEFAULT 4096   /* fuse.max_mounts_node */
 #define RV_FUSE_MAX_MOUNTS_NODE_MAX 65536u     /* the node's table holds that many */
+#define RV_MAX_NRI_HANDLERS 32
 
 enum rv_level { RV_ERROR = 0, RV_WARN, RV_INFO, RV_DEBUG };
 enum rv_rounding { RV_ROUND_CEIL = 0, RV_ROUND_FLOOR, RV_ROUND_NEAREST };
@@ -51,6 +52,10 @@ struct rv_config {
     char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
     char gpu_runtime[PATH_MAX];   /* gpu.runtime: NVIDIA's runtime, next for GPU containers; "" none */
     bool gpu_all;                 /* gpu.containers "all": every container goes through it ("gpu") */
+    /* nri.runtime_handlers: the pods' runtime handlers the NRI plugin serves
+     * ("" the runtime's default; runc-type ones by default) */
+    char nri_handlers[RV_MAX_NRI_HANDLERS][64];
+    int n_nri_handlers;
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];
     int n_warnings;

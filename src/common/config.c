@@ -23,6 +23,11 @@ static const struct rv_var default_vars[] = {
     { "NUMEXPR_MAX_THREADS", RV_SRC_CPUS, false },
 };
 
+/* The runc-type handlers: the runtime's default, runc and crun, and
+ * NVIDIA's, which exec runc (VM-based ones, kata and gVisor, are not). */
+static const char *const default_nri_handlers[] = { "", "runc", "crun", "nvidia", "nvidia-cdi",
+                                                    "nvidia-legacy" };
+
 static const char *const source_names[] = { "cpus", "mem_mib", "gpus" };
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 static const char *const rounding_names[] = { "ceil", "floor", "nearest" };
@@ -80,6 +85,9 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->fuse_allowed = false;
     cfg->gpu_runtime[0] = '\0';
     cfg->gpu_all = false;
+    for (size_t i = 0; i < sizeof(default_nri_handlers) / sizeof(default_nri_handlers[0]); i++)
+        strcpy(cfg->nri_handlers[i], default_nri_handlers[i]);
+    cfg->n_nri_handlers = (int)(sizeof(default_nri_handlers) / sizeof(default_nri_handlers[0]));
 }
 
 RV_PRINTF(2, 3) static void warn(struct rv_config *cfg, const char *fmt, ...)
@@ -298,6 +306,35 @@ static void parse_namespaces(struct rv_config *cfg, json_t *v)
     }
 }
 
+/* nri.runtime_handlers: RuntimeClass handler names ("" the default). A
+ * list that is no list keeps the default; a bad entry is left out. */
+static void parse_nri_handlers(struct rv_config *cfg, json_t *v)
+{
+    size_t i;
+    json_t *e;
+
+    if (!json_is_array(v)) {
+        warn(cfg, "nri.runtime_handlers: expected an array of runtime handler names, keeping the default");
+        return;
+    }
+    cfg->n_nri_handlers = 0;
+    json_array_foreach(v, i, e) {
+        const char *s = json_string_value(e);
+        if (!s || json_string_length(e) != strlen(s) || strlen(s) >= sizeof(cfg->nri_handlers[0])) {
+            warn(cfg, "nri.runtime_handlers[%zu]: expected a runtime handler name, ignored", i);
+            continue;
+        }
+        if (cfg->n_nri_handlers == RV_MAX_NRI_HANDLERS) {
+            warn(cfg, "nri.runtime_handlers: more than %d entries, the rest ignored", RV_MAX_NRI_HANDLERS);
+            break;
+        }
+        if (strcmp(s, "resview") == 0)
+            warn(cfg, "nri.runtime_handlers: `resview` is never served in NRI mode (its shim "
+                 "edits those containers)");
+        strcpy(cfg->nri_handlers[cfg->n_nri_handlers++], s);
+    }
+}
+
 /* Walk a section: for each key call handle(); unknown keys warn. */
 #define FOREACH_KEY(obj, section, key, val)                                   \
     if (!json_is_object(obj))                                                  \
@@ -351,6 +388,8 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
             FOREACH_KEY(val, "lxcfs", k2, v2) {
                 if (strcmp(k2, "root") == 0)
                     get_string(cfg, v2, "lxcfs.root", cfg->lxcfs_root, sizeof(cfg->lxcfs_root));
+                else if (strcmp(k2, "fake_key") == 0)
+                    get_bool(cfg, v2, "lxcfs.fake_key", &cfg->lxcfs_required);
                 else if (strcmp(k2, "required") == 0)
                     get_bool(cfg, v2, "lxcfs.required", &cfg->lxcfs_required);
                 else
@@ -405,6 +444,13 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                 } else {
                     warn(cfg, "gpu.%s: unknown key", k2);
                 }
+            }
+        } else if (strcmp(key, "nri") == 0) {
+            FOREACH_KEY(val, "nri", k2, v2) {
+                if (strcmp(k2, "runtime_handlers") == 0)
+                    parse_nri_handlers(cfg, v2);
+                else
+                    warn(cfg, "nri.%s: unknown key", k2);
             }
         } else {
             warn(cfg, "%s: unknown key", key);

@@ -293,8 +293,35 @@ int main(void)
             same = strcmp(z.runtimes[i], g.runtimes[i]) == 0;
         for (int i = 0; same && i < z.n_vars; i++)
             same = memcmp(&z.vars[i], &g.vars[i], sizeof(z.vars[i])) == 0;
+        same = same && z.n_nri_handlers == g.n_nri_handlers;
+        for (int i = 0; same && i < z.n_nri_handlers; i++)
+            same = strcmp(z.nri_handlers[i], g.nri_handlers[i]) == 0;
         ok(same, "defaults over a garbage-filled configuration equal defaults over a zeroed one");
         ok(rv_config_parse(&c2, "{", 1, &err) < 0, "malformed configuration is an error");
+    }
+    /* nri.runtime_handlers: the runc-type handlers by default */
+    {
+        struct rv_config c3;
+        char list[512] = "";
+        rv_config_defaults(&c3);
+        for (int i = 0; i < c3.n_nri_handlers; i++)
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), "[%s]", c3.nri_handlers[i]);
+        ok_str(list, "[][runc][crun][nvidia][nvidia-cdi][nvidia-legacy]",
+               "nri.runtime_handlers by default: the default runtime, runc, crun, NVIDIA's");
+        const char *nri = "{\"nri\":{\"runtime_handlers\":[\"runc\",\"my-runc\",7,\"resview\"],\"other\":1}}";
+        ok(rv_config_parse(&c3, nri, strlen(nri), &err) == 0 && c3.n_nri_handlers == 3 &&
+           strcmp(c3.nri_handlers[1], "my-runc") == 0 && c3.n_warnings == 3 &&
+           has(c3.warnings[0], "runtime_handlers[2]") && has(c3.warnings[1], "`resview` is never served") &&
+           has(c3.warnings[2], "nri.other: unknown key"),
+           "an operator's list replaces it; a bad entry, `resview` and an unknown nri key are said (%s | %s | %s)",
+           c3.warnings[0], c3.warnings[1], c3.warnings[2]);
+        rv_config_defaults(&c3);
+        const char *one = "{\"nri\":{\"runtime_handlers\":\"runc\"}}", *none = "{\"nri\":{\"runtime_handlers\":[]}}";
+        ok(rv_config_parse(&c3, one, strlen(one), &err) == 0 &&
+           c3.n_nri_handlers == 6 && c3.n_warnings == 1, "not an array: the default kept, said");
+        rv_config_defaults(&c3);
+        ok(rv_config_parse(&c3, none, strlen(none), &err) == 0 &&
+           c3.n_nri_handlers == 0 && c3.n_warnings == 0, "an empty list: no handler served");
     }
     free(out);
     return unit_done();
