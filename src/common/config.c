@@ -388,8 +388,6 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
             FOREACH_KEY(val, "lxcfs", k2, v2) {
                 if (strcmp(k2, "root") == 0)
                     get_string(cfg, v2, "lxcfs.root", cfg->lxcfs_root, sizeof(cfg->lxcfs_root));
-                else if (strcmp(k2, "fake_key") == 0)
-                    get_bool(cfg, v2, "lxcfs.fake_key", &cfg->lxcfs_required);
                 else if (strcmp(k2, "required") == 0)
                     get_bool(cfg, v2, "lxcfs.required", &cfg->lxcfs_required);
                 else
