@@ -83,7 +83,7 @@ static bool adopted(const struct rv_engine_opts *o, const struct rv_toml *doc, c
     const struct rv_toml_item *it;
 
     /* a file that still has a resview marker was not rewritten: an entry of
-     * ours without one is the operator's now (hooks/README.md "resview configure") */
+     * ours without one is the operator's now (src/cli/resview.8.md "resview configure") */
     if (memmem(doc->text, doc->len, "resview-begin", 13))
         return false;
     if (rv_snprintf(key, sizeof(key), "%s.BinaryName", ours_opts) < 0)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# In-place resize (hooks/README.md "Variables"): a container started through
+# In-place resize (src/runtime/resview-runtime.8.md "VARIABLES"): a container started through
 # resview with 2 CPUs and 2 GiB is updated to 1 CPU and 512 MiB, by `runc
 # update` / `crun update` directly (not through resview) and through
 # resview-runtime; a new exec session then reads GOMAXPROCS=1 and
