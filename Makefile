@@ -196,3 +196,5 @@ clean:
 -include $(wildcard tests/*.mk)
 # The NRI plugin's generated messages (src/nri/, the CLI only).
 include src/nri/nri.mk
+# The man pages (make man).
+include src/man.mk
