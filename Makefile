@@ -1,9 +1,14 @@
 # resview - see README.md. `make` builds, `make check` tests everything,
 # `make demo` shows the difference, `make bench` measures.
 
-VERSION  := 0.1.0
 PREFIX   ?= /usr/local
 BUILD    ?= build
+# The version: the top entry of hooks/debian/changelog, +git.SHORTSHA for a
+# tree past it (hooks/debian/version.sh); `make VERSION=X` builds another. A
+# tree built elsewhere and used where git cannot read it (the v2 guests) keeps
+# the version it was built with.
+VERSION  := $(shell if git rev-parse -q --verify HEAD >/dev/null 2>&1 || [ ! -s $(BUILD)/version ]; \
+                    then hooks/debian/version.sh; else cat $(BUILD)/version; fi)
 CC       ?= cc
 PKGS_HOT := jansson libseccomp
 PKGS_CLI := $(PKGS_HOT) mount
@@ -28,8 +33,17 @@ BINS     := $(BUILD)/resview-runtime $(BUILD)/resview-hook $(BUILD)/resview
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all static deps check unit e2e e2e-v2 e2e-bookworm e2e-next demo bench install uninstall clean fuzz image
+.PHONY: all static deps check unit e2e e2e-v2 e2e-bookworm e2e-next demo bench install uninstall clean fuzz image \
+        deb version FORCE
 all: $(BINS)
+
+# The objects that print the version are rebuilt when it changes.
+$(BUILD)/version: FORCE
+	@mkdir -p $(@D) && [ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" >$@
+version:
+	@echo $(VERSION)
+VERSION_SRCS := $(shell grep -l RV_VERSION src/*/*.c)
+$(foreach o,$(patsubst obj/bin/%,obj/bin-%,$(VERSION_SRCS:src/%.c=obj/%.o)),$(BUILD)/$(o) $(BUILD)/musl/$(o)): $(BUILD)/version
 
 $(BUILD)/obj/%.o: src/%.c $(HDRS) | $(BUILD)/obj
 	@mkdir -p $(@D)
@@ -174,20 +188,56 @@ image: $(BUILD)/resview-node.tar
 $(BUILD)/resview-node.tar: $(BINS) $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook profiles/seccomp.json $(wildcard hooks/kubernetes/image/*)
 	@hooks/kubernetes/image/build.sh $(BUILD) $(VERSION)
 
-# The binaries; the default seccomp profile where resview-runtime looks for it
+# What `make install` and the package install (DESTDIR, PREFIX as usual):
+# the binaries; the default seccomp profile where resview-runtime looks for it
 # ($(PREFIX)/bin/../share/resview/seccomp.json); the FUSE runtime name, a
-# symlink (profiles/README.md "Who may ask"; FUSE stays off until fuse.allowed is set).
-install: all static
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/resview
+# symlink (profiles/README.md "Who may ask"; FUSE stays off until fuse.allowed
+# is set); resview-watch.service (UNITDIR, its ExecStart under PREFIX); the man
+# pages (src/man.mk; resview-runtime-fuse.8 a link); the example
+# /etc/resview/config.json (hooks/debian/config.json: the defaults,
+# resview.json(5)), never over an existing one. `make uninstall` takes out
+# exactly these, the configuration only while it is the example's bytes.
+BINDIR   = $(PREFIX)/bin
+DATADIR  = $(PREFIX)/share/resview
+MANDIR   = $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+EXAMPLE  := hooks/debian/config.json
+install: all static man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)/etc/resview
 	install -m 0755 $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook $(BUILD)/resview \
-	    $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 profiles/seccomp.json $(DESTDIR)$(PREFIX)/share/resview/seccomp.json
-	ln -sfn resview-runtime $(DESTDIR)$(PREFIX)/bin/resview-runtime-fuse
+	    $(DESTDIR)$(BINDIR)/
+	install -m 0644 profiles/seccomp.json $(DESTDIR)$(DATADIR)/seccomp.json
+	ln -sfn resview-runtime $(DESTDIR)$(BINDIR)/resview-runtime-fuse
+	sed 's|/usr/bin/resview|$(BINDIR)/resview|' hooks/systemd/resview-watch.service \
+	    >$(DESTDIR)$(UNITDIR)/resview-watch.service && chmod 0644 $(DESTDIR)$(UNITDIR)/resview-watch.service
+	install -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5
+	install -m 0644 $(filter %.8,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
+	ln -sfn resview-runtime.8 $(DESTDIR)$(MANDIR)/man8/resview-runtime-fuse.8
+	[ -e $(DESTDIR)/etc/resview/config.json ] || install -m 0644 $(EXAMPLE) $(DESTDIR)/etc/resview/config.json
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,resview-runtime resview-hook resview resview-runtime-fuse) \
-	    $(DESTDIR)$(PREFIX)/share/resview/seccomp.json
-	-rmdir $(DESTDIR)$(PREFIX)/share/resview 2>/dev/null
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,resview-runtime resview-hook resview resview-runtime-fuse) \
+	    $(DESTDIR)$(DATADIR)/seccomp.json $(DESTDIR)$(UNITDIR)/resview-watch.service \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(filter %.8,$(MAN_PAGES))) resview-runtime-fuse.8) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(filter %.5,$(MAN_PAGES))))
+	if cmp -s $(EXAMPLE) $(DESTDIR)/etc/resview/config.json; then rm -f $(DESTDIR)/etc/resview/config.json; \
+	elif [ -e $(DESTDIR)/etc/resview/config.json ]; then \
+	    echo "make uninstall: kept $(DESTDIR)/etc/resview/config.json (changed since install)"; fi
+	rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)/etc/resview 2>/dev/null || true
+
+# The Debian package, $(BUILD)/resview_VERSION_ARCH.deb (hooks/debian/build.sh):
+# what `make install` installs under /usr, the unit where this Debian keeps
+# packages' units, and the package's own files from hooks/debian/.
+DEB_ARCH    = $(shell dpkg --print-architecture)
+DEB_UNITDIR = $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null | grep . || \
+                  { dpkg --compare-versions "$$(cut -d. -f1 /etc/debian_version)" ge 13 2>/dev/null && \
+                    echo /usr/lib/systemd/system || echo /lib/systemd/system; })
+deb: all static man
+	rm -rf $(BUILD)/deb
+	@$(MAKE) -s --no-print-directory install DESTDIR=$(abspath $(BUILD))/deb/root PREFIX=/usr \
+	    UNITDIR=$(DEB_UNITDIR) VERSION=$(VERSION) >/dev/null
+	@hooks/debian/build.sh $(BUILD)/deb/root $(VERSION) $(BUILD)/resview_$(VERSION)_$(DEB_ARCH).deb
 
 clean:
 	rm -rf $(BUILD)

@@ -159,7 +159,7 @@ run ln -sfn resview-runtime "$BIN/resview-runtime-fuse"
 if [ -e hooks/systemd/resview-watch.service ]; then
     run install -d "$SYSTEMD"
     if [ $dry = 1 ]; then echo "+ install $SYSTEMD/resview-watch.service"
-    else sed "s|/usr/local/bin/resview|$PREFIX/bin/resview|g" hooks/systemd/resview-watch.service >"$SYSTEMD/resview-watch.service"; fi
+    else sed "s|/usr/bin/resview|$PREFIX/bin/resview|g" hooks/systemd/resview-watch.service >"$SYSTEMD/resview-watch.service"; fi
 fi
 if [ -e hooks/systemd/lxcfs.service.d/resview-repair.conf ]; then
     # repair the views of running containers whenever lxcfs.service (re)starts

@@ -6,6 +6,7 @@
 #include "resview/runtime.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,11 @@ int main(int argc, char *argv[])
     /* the FUSE broker is this binary under another name (broker.h) */
     if (strcmp(base ? base + 1 : argv[0], RV_BROKER_NAME) == 0)
         return rv_broker_main(argc, argv);
+    /* ours first, then the next runtime's own (docker and podman show both) */
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-v") == 0)) {
+        printf("resview-runtime version %s\n", RV_VERSION);
+        fflush(stdout);
+    }
     rc = rv_runtime_prepare(argc, argv, next, sizeof(next));
 
     if (rc != 0)

@@ -6,10 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef RV_VERSION
-#define RV_VERSION "0.1.0"
-#endif
-
 static const struct {
     const char *name;
     int (*fn)(const struct rv_config *, int, char **);

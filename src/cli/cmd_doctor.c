@@ -553,6 +553,7 @@ int rv_cmd_doctor(const struct rv_config *cfg, int argc, char **argv)
         fprintf(stderr, "resview doctor: --config goes with --engine\n");
         return 2;
     }
+    say(&r, "info", "resview %s", RV_VERSION);
     check_binaries(&r, cfg);
     check_config(&r, cfg);
     check_dirs(&r, cfg);

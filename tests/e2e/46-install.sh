@@ -31,7 +31,7 @@ t_eq "docker: daemon.json names the installed runtime" \
 t_contains "containerd: config.toml has the entry" "$(cat "$R/etc/containerd/config.toml")" 'BinaryName = "/opt/rv/bin/resview-runtime"'
 t_contains "podman: drop-in has the runtime" "$(cat "$R/etc/containers/containers.conf.d/99-resview.conf")" 'resview = ["/opt/rv/bin/resview-runtime"]'
 t_contains "slurm: oci.conf runs resview-runtime" "$(cat "$R/etc/slurm/oci.conf")" 'RunTimeCreate="/opt/rv/bin/resview-runtime'
-t_eq "installed CLI runs" "$("$R/opt/rv/bin/resview" version)" "resview $(sed -n 's/^VERSION *:= *//p' "$TOP/Makefile")"
+t_eq "installed CLI runs" "$("$R/opt/rv/bin/resview" version)" "resview $(cat "$BUILD/version")"
 
 echo '{"keep": true}' >"$R/etc/resview/config.json.user"
 cp "$R/etc/docker/daemon.json" "$T/daemon.after"

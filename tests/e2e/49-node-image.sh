@@ -13,7 +13,8 @@ TAR=$BUILD/resview-node.tar
 make -s --no-print-directory -C "$TOP" BUILD="$BUILD" image >"$T/image.log" 2>&1 ||
     { echo "not ok - make image"; sed 's/^/#   /' "$T/image.log" | tail -5; exit 1; }
 REF=$(tar -xOf "$TAR" index.json | jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"]')
-t_eq "OCI index names the image" "$REF" "localhost/resview/node:0.1.0"
+VERSION=$(cat "$BUILD/version")   # what make image built (its tag: the release, up to +)
+t_eq "OCI index names the image" "$REF" "localhost/resview/node:${VERSION%%+*}"
 t_eq "docker-archive manifest.json beside it, same tag" "$(tar -xOf "$TAR" manifest.json | jq -r '.[0].RepoTags[0]')" "$REF"
 t_eq "…pointing at the same config blob" \
     "$(tar -xOf "$TAR" manifest.json | jq -r '.[0].Config' | sed 's|blobs/sha256/|sha256:|')" \
@@ -34,7 +35,7 @@ t_ok "no shell, no package manager, nothing that downloads" test ! -e "$T/rootfs
     ! -e "$T/rootfs/usr/bin/apt" -a ! -e "$T/rootfs/usr/bin/curl" -a ! -e "$T/rootfs/usr/bin/wget"
 t_ok "payload binaries are static (they run on any node)" sh -c \
     "! objdump -p '$T/rootfs/usr/local/lib/resview/payload/bin/resview-runtime' | grep -q NEEDED"
-t_contains "resview runs with only what the image carries" "$(chroot "$T/rootfs" /usr/local/bin/resview version 2>&1)" "resview 0.1.0"
+t_contains "resview runs with only what the image carries" "$(chroot "$T/rootfs" /usr/local/bin/resview version 2>&1)" "resview $VERSION"
 t_contains "LXCFS runs with only what the image carries" "$(chroot "$T/rootfs" /usr/bin/lxcfs --version 2>&1)" "5."
 t_eq "image config: entrypoint resview, command node run" \
     "$(tar -xOf "$TAR" "$(tar -xOf "$TAR" manifest.json | jq -r '.[0].Config')" | jq -c '[.config.Entrypoint, .config.Cmd]')" \
@@ -51,7 +52,7 @@ ctd_start || exit 1
 t_ok "ctr images import" ctr --address "$CTD_SOCK" images import "$TAR"
 t_contains "…listed" "$(ctr --address "$CTD_SOCK" images ls -q)" "$REF"
 t_contains "ctr run: the agent runs in a container from it" \
-    "$(ctr --address "$CTD_SOCK" run --rm --cgroup "$CG_PARENT/ctr1" "$REF" t1 /usr/local/bin/resview version 2>&1)" "resview 0.1.0"
+    "$(ctr --address "$CTD_SOCK" run --rm --cgroup "$CG_PARENT/ctr1" "$REF" t1 /usr/local/bin/resview version 2>&1)" "resview $VERSION"
 
 # docker 20.10: docker load reads manifest.json
 printf '{\n  "log-level": "warn",\n  "storage-driver": "overlay2"\n}\n' >"$T/daemon.json"

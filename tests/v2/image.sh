@@ -14,14 +14,14 @@ cd "$(dirname "$0")/../.."
 SUITE=${RESVIEW_V2_SUITE:-$(cat tests/v2/suite)}
 case $SUITE in bookworm | trixie | sid) ;; *) echo "v2: RESVIEW_V2_SUITE: bookworm, trixie or sid, not $SUITE" >&2; exit 1 ;; esac
 DIR=${1:-build/v2/$SUITE}
-# the host's own Debian mirror (its apt sources), as `make deps` uses
+# the Debian archive the host's apt is configured with (`apt-get indextargets`),
+# or RESVIEW_V2_MIRROR (an archive's root URL)
 host_mirror() {
-    { sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources
-      awk '$1 == "deb" && $3 == "bookworm" {print $2}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list
-    } 2>/dev/null | tr ' ' '\n' | grep -v -e security -e '^$' | head -n 1
+    apt-get indextargets --format '$(REPO_URI)' 'Target-Of: deb' 'Origin: Debian' 2>/dev/null |
+        grep -v -- '-security' | sort -u | head -n 1
 }
 MIRROR=${RESVIEW_V2_MIRROR:-$(host_mirror || true)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+[ -n "$MIRROR" ] || { echo "v2: apt knows no Debian archive here: set RESVIEW_V2_MIRROR=URL (a Debian archive's root)" >&2; exit 1; }
 # host-only packages: building, fuzzing, valgrind, the guest's own tools
 SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|clang|valgrind|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils)$'
 EXTRA="linux-image-amd64 systemd-sysv udev kmod dbus iproute2 procps libjansson4 libseccomp2
