@@ -47,14 +47,16 @@ for page in "${!SRC[@]}"; do
     else not_ok "$page: no version and date in the header: $(grep '^\.TH\|@[A-Z]*@' "$f" | head -2)"; fi
 done
 
-# has PAGE-SOURCE SECTION OPT...: each OPT is an entry "**OPT**" (or "**OPT=")
-# of the source, within "## SECTION" when SECTION is not empty
+# has [-t] SOURCE SECTION OPT...: each OPT has an entry, the term of a
+# definition ("**OPT**", "**OPT=" or "**OPT:" in a line followed by ":   "),
+# within "## SECTION" when SECTION is not empty; -t: anywhere in the text
 has() {
-    local src=$1 sec=$2 text o missing=()
-    shift 2
-    if [ -n "$sec" ]; then
-        text=$(awk -v s="## $sec" '$0 == s { on = 1; next } on && /^##? / { on = 0 } on' "$src")
-    else text=$(cat "$src"); fi
+    local terms=1 src sec text o missing=()
+    [ "$1" = -t ] && { terms=0; shift; }
+    src=$1 sec=$2; shift 2
+    text=$(awk -v s="## $sec" -v all="$([ -z "$sec" ] && echo 1)" -v terms=$terms '
+        $0 == s { on = 1; next } on && /^##? / { on = 0 }
+        all || on { if (!terms) print; else if (/^:   / && prev != "") print prev; prev = $0 }' "$src")
     for o in "$@"; do
         o=${o%=}
         grep -qE -- "\*\*${o//./\\.}[*=: ]" <<<"$text" || missing+=("$o")
@@ -82,7 +84,7 @@ for c in $cmds; do
               [ -f "src/cli/cmd_$c.c" ] && parsed_opts "src/cli/cmd_$c.c"; } | grep -vx -- '--help' | sort -u)
     has "$page" "resview $c" $opts
     vars=$(grep -oE 'RESVIEW_[A-Z_]+' <<<"$help" | sort -u)
-    [ -z "$vars" ] || has "$page" "resview $c" $vars
+    [ -z "$vars" ] || has -t "$page" "resview $c" $vars
 done
 for f in src/cli/cmd_*.c; do
     c=${f#src/cli/cmd_}; c=${c%.c}
