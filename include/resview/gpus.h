@@ -27,6 +27,12 @@
 struct rv_spec_extra;
 extern const struct rv_spec_extra rv_gpus_spec_extra;
 
+/* The variables these read (NULL ends), and whether an annotation is one of
+ * the CDI ones they read: all of a spec they look at but for mounts and
+ * linux.devices (NRI's spec copies only these, nri_adjust.c). */
+extern const char *const rv_gpus_vars[];
+bool rv_gpus_cdi_annotation(const char *key);
+
 /* Count the GPUs the spec hands the container; why: which source counted.
  * dev_dir: where the host's device nodes are (/dev). */
 unsigned rv_gpus_count(json_t *spec, const char *dev_dir, char *why, size_t size);

@@ -102,7 +102,9 @@ static unsigned request_count(const struct request *r, const char *dev_dir)
     return r->all ? host_gpus(dev_dir) : r->n;
 }
 
-static bool is_cdi_annotation(const char *key)
+const char *const rv_gpus_vars[] = { "NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", NULL };
+
+bool rv_gpus_cdi_annotation(const char *key)
 {
     return strncmp(key, "cdi.k8s.io/", 11) == 0 || strncmp(key, "nvidia.cdi.k8s.io/", 18) == 0;
 }
@@ -134,7 +136,7 @@ static void from_annotations(json_t *spec, struct request *r)
     const char *key;
 
     json_object_foreach(ann, key, v)
-        if (is_cdi_annotation(key) && json_is_string(v))
+        if (rv_gpus_cdi_annotation(key) && json_is_string(v))
             add_cdi_names(r, json_string_value(v));
 }
 
@@ -163,7 +165,7 @@ static void from_mounts(json_t *spec, struct request *r)
 static void from_env(const char *nvd, struct request *r)
 {
     for (const char *p = nvd; *p;) {
-        size_t n = strcspn(p, ",");
+        size_t n = (size_t)(strchrnul(p, ',') - p);
         add_name(r, p, n);
         p += n + (p[n] == ',');
     }
@@ -261,7 +263,7 @@ bool rv_gpus_wanted(json_t *spec, char *why, size_t size)
         }
     }
     json_object_foreach(ann, key, v)
-        if (is_cdi_annotation(key)) {
+        if (rv_gpus_cdi_annotation(key)) {
             snprintf(why, size, "CDI annotation %.64s", key);
             return true;
         }

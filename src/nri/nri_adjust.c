@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/fuse.h"
+#include "resview/gpus.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 
@@ -25,6 +26,15 @@ static int add_str(json_t *arr, const char *v)
     return json_array_append_new(arr, json_string_nocheck(v ? v : "")) < 0 ? -1 : 0;
 }
 
+/* The annotations the edits read: the requests (resview.io/), the CDI
+ * ones (gpus.c) and the Kubernetes namespace (fuse.c). A tenant's megabytes
+ * of others are never copied. */
+static bool read_annotation(const char *k)
+{
+    return strncmp(k, NRI_ANN_PREFIX, strlen(NRI_ANN_PREFIX)) == 0 || rv_gpus_cdi_annotation(k) ||
+           strcmp(k, RV_ANN_K8S_NS_CONTAINERD) == 0 || strcmp(k, RV_ANN_K8S_NS_CRIO) == 0;
+}
+
 static int annotations(json_t *spec, const nri_pod *pod, const nri_container *c)
 {
     json_t *ann = json_object();
@@ -41,21 +51,250 @@ static int annotations(json_t *spec, const nri_pod *pod, const nri_container *c)
             return -1;
     }
     for (size_t i = 0; i < c->n_annotations; i++)
-        if (c->annotations[i]->key && set_str(ann, c->annotations[i]->key, c->annotations[i]->value) < 0)
+        if (c->annotations[i]->key && read_annotation(c->annotations[i]->key) &&
+            set_str(ann, c->annotations[i]->key, c->annotations[i]->value) < 0)
             return -1;
     return 0;
 }
 
-static int process(json_t *spec, const nri_container *c)
+/* The names of the variables the edits read, each looked up by name
+ * (rv_env_get: the first of a name counts): the requests (RESVIEW_LXCFS,
+ * _ENV, _GOMAXPROCS, _FUSE: edit.c, fuse.c), env.vars' names (a variable
+ * the container sets is kept), SLURM_JOB_ID (envvars.c) and gpus.c's.
+ * Bucketed by length: a variable costs its length, whatever its name. */
+#define READ_FIXED 5
+struct read_vars {
+    const char *name[RV_MAX_VARS + READ_FIXED + 4];
+    bool seen[RV_MAX_VARS + READ_FIXED + 4];
+    uint8_t from[66];   /* names of length L: name[from[L] .. from[L + 1]) */
+    size_t n;
+};
+
+static void read_vars_init(struct read_vars *rv, const struct rv_config *cfg)
+{
+    static const char *const fixed[READ_FIXED] = { "RESVIEW_LXCFS", "RESVIEW_ENV", RV_ENV_GOMAXPROCS,
+                                                   "RESVIEW_FUSE", "SLURM_JOB_ID" };
+    const char *all[RV_MAX_VARS + READ_FIXED + 4];
+    size_t n = 0, k = 0;
+
+    for (int i = 0; i < READ_FIXED; i++)
+        all[n++] = fixed[i];
+    for (int i = 0; rv_gpus_vars[i] && n < sizeof(all) / sizeof(all[0]); i++)
+        all[n++] = rv_gpus_vars[i];
+    for (int i = 0; i < cfg->n_vars && n < sizeof(all) / sizeof(all[0]); i++)
+        all[n++] = cfg->vars[i].name;
+    /* a counting sort by length (names are shorter than 64) */
+    for (size_t len = 0; len < 65; len++) {
+        rv->from[len] = (uint8_t)k;
+        for (size_t i = 0; i < n; i++)
+            if (strlen(all[i]) == len)
+                rv->name[k++] = all[i];
+    }
+    rv->from[65] = (uint8_t)k;
+    rv->n = k;
+    memset(rv->seen, 0, sizeof(rv->seen));
+}
+
+/* Whether kv (n bytes, up to its first NUL: the C string protobuf-c gives)
+ * is the first variable of a name the edits read. */
+static bool read_var_n(struct read_vars *rv, const char *kv, size_t n)
+{
+    const char *nul = memchr(kv, '\0', n);
+    const char *eq = memchr(kv, '=', nul ? (size_t)(nul - kv) : n);
+    size_t len = eq ? (size_t)(eq - kv) : 0;
+
+    if (!eq || len > 64)
+        return false;
+    for (size_t i = rv->from[len]; i < rv->from[len + 1]; i++)
+        if (!rv->seen[i] && memcmp(rv->name[i], kv, len) == 0)
+            return rv->seen[i] = true;
+    return false;
+}
+
+static int process(json_t *spec, const nri_container *c, const struct rv_config *cfg)
 {
     json_t *env = json_array();
+    struct read_vars rv;
 
     if (!env || json_object_set_new(spec, "process", json_pack("{s:o}", "env", env)) < 0)
         return -1;
+    read_vars_init(&rv, cfg);
     for (size_t i = 0; i < c->n_env; i++)
-        if (add_str(env, c->env[i]) < 0)
+        if (c->env[i] && read_var_n(&rv, c->env[i], strlen(c->env[i])) && add_str(env, c->env[i]) < 0)
             return -1;
     return 0;
+}
+
+/* ---- the request cut down to what the edits read, before it is unpacked:
+ * protobuf-c's unpack costs an allocation per variable ---- */
+
+enum { DROP, COPY, NEST_POD, NEST_CONTAINER };
+enum trim_kind { TRIM_REQUEST, TRIM_POD, TRIM_CONTAINER };
+
+static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static size_t put_varint(uint8_t *o, uint64_t v)
+{
+    size_t n = 0;
+
+    do {
+        o[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+/* A map entry's key (field 1, the last one: protobuf's rule), as the C
+ * string protobuf-c makes of it, its first 255 bytes (longer ones match no
+ * name, only prefixes). -1 when the entry is malformed. */
+static int entry_key(const uint8_t *p, const uint8_t *end, char *key, size_t size)
+{
+    uint64_t k, v;
+
+    key[0] = '\0';
+    while (p < end) {
+        if (get_varint(&p, end, &k) < 0)
+            return -1;
+        switch (k & 7) {
+        case 0:
+            if (get_varint(&p, end, &v) < 0)
+                return -1;
+            break;
+        case 1:
+        case 5:
+            if ((size_t)(end - p) < ((k & 7) == 1 ? 8u : 4u))
+                return -1;
+            p += (k & 7) == 1 ? 8 : 4;
+            break;
+        case 2:
+            if (get_varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
+                return -1;
+            if (k >> 3 == 1) {
+                const uint8_t *nul = memchr(p, 0, v);
+                size_t n = nul ? (size_t)(nul - p) : v;
+                n = n < size - 1 ? n : size - 1;
+                memcpy(key, p, n);
+                key[n] = '\0';
+            }
+            p += v;
+            break;
+        default:
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* What becomes of field f (wire type wt, content data..+len) of a message of
+ * kind: only the members the edits, the log and the handler check read. */
+static int trim_action(struct read_vars *rv, enum trim_kind kind, uint64_t f, unsigned wt,
+                       const uint8_t *data, size_t len)
+{
+    char key[256];
+
+    if (kind == TRIM_REQUEST && (f == 1 || f == 2))
+        return wt != 2 ? -1 : f == 1 ? NEST_POD : NEST_CONTAINER;
+    if (kind == TRIM_POD && (f == 1 || f == 6 || f == 7 || f == 8)) {
+        /* id, annotations (resview.io/ ones), runtime_handler, linux */
+        if (wt != 2)
+            return -1;
+        if (f != 6)
+            return COPY;
+        if (entry_key(data, data + len, key, sizeof(key)) < 0)
+            return -1;
+        return strncmp(key, NRI_ANN_PREFIX, strlen(NRI_ANN_PREFIX)) == 0 ? COPY : DROP;
+    }
+    if (kind == TRIM_CONTAINER && (f == 1 || f == 6 || f == 8 || f == 9 || f == 11)) {
+        /* id, annotations, env, mounts, linux */
+        if (wt != 2)
+            return -1;
+        if (f == 8)
+            return read_var_n(rv, (const char *)data, len) ? COPY : DROP;
+        if (f != 6)
+            return COPY;
+        if (entry_key(data, data + len, key, sizeof(key)) < 0)
+            return -1;
+        return read_annotation(key) ? COPY : DROP;
+    }
+    return DROP;
+}
+
+/* The fields of [p, end) kept, written from o on (o <= p: in place, each
+ * byte written at or before where it was read). The bytes written, or -1
+ * when the message is malformed (protobuf-c would refuse it too). */
+static long trim(struct read_vars *rv, enum trim_kind kind, const uint8_t *p, const uint8_t *end,
+                 uint8_t *o)
+{
+    uint8_t *o0 = o;
+
+    while (p < end) {
+        const uint8_t *start = p, *data = NULL, *after_key;
+        uint64_t key, len = 0;
+        if (get_varint(&p, end, &key) < 0)
+            return -1;
+        after_key = p;
+        switch (key & 7) {
+        case 0:
+            if (get_varint(&p, end, &len) < 0)
+                return -1;
+            break;
+        case 1:
+        case 5:
+            if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
+                return -1;
+            p += (key & 7) == 1 ? 8 : 4;
+            break;
+        case 2:
+            if (get_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+                return -1;
+            data = p;
+            p += len;
+            break;
+        default:
+            return -1;   /* groups: protobuf-c has none */
+        }
+        int act = trim_action(rv, kind, key >> 3, (unsigned)(key & 7), data, (size_t)len);
+        if (act < 0)
+            return -1;
+        if (act == COPY) {
+            if (o != start)
+                memmove(o, start, (size_t)(p - start));
+            o += p - start;
+        } else if (act == NEST_POD || act == NEST_CONTAINER) {
+            size_t kn = (size_t)(after_key - start), room = (size_t)(data - after_key);
+            memmove(o, start, kn);
+            o += kn;
+            long n = trim(rv, act == NEST_POD ? TRIM_POD : TRIM_CONTAINER, data, data + len, o + room);
+            if (n < 0)
+                return -1;
+            size_t ln = put_varint(o, (uint64_t)n);   /* n <= len: no longer than room */
+            if (ln != room)
+                memmove(o + ln, o + room, (size_t)n);
+            o += ln + (size_t)n;
+        }
+    }
+    return o - o0;
+}
+
+long rv_nri_create_trim(const struct rv_config *cfg, uint8_t *buf, size_t len)
+{
+    struct read_vars rv;
+
+    read_vars_init(&rv, cfg);
+    return trim(&rv, TRIM_REQUEST, buf, buf + len, buf);
 }
 
 static int mounts(json_t *spec, const nri_container *c)
@@ -146,7 +385,23 @@ static int devices(json_t *lin, const nri_container *c)
     return 0;
 }
 
-json_t *rv_nri_spec(const nri_pod *pod, const nri_container *c, struct rv_error *err)
+const char *rv_nri_handler(const nri_pod *pod)
+{
+    return pod && pod->runtime_handler ? pod->runtime_handler : "";
+}
+
+bool rv_nri_serves(const struct rv_config *cfg, const char *handler)
+{
+    if (strcmp(handler, "resview") == 0)
+        return false;
+    for (int i = 0; i < cfg->n_nri_handlers; i++)
+        if (strcmp(cfg->nri_handlers[i], handler) == 0)
+            return true;
+    return false;
+}
+
+json_t *rv_nri_spec(const nri_pod *pod, const nri_container *c, const struct rv_config *cfg,
+                    struct rv_error *err)
 {
     json_t *spec = json_object(), *lin = json_object();
 
@@ -154,7 +409,7 @@ json_t *rv_nri_spec(const nri_pod *pod, const nri_container *c, struct rv_error 
         json_decref(lin);
         goto nomem;
     }
-    if (annotations(spec, pod, c) < 0 || process(spec, c) < 0 || mounts(spec, c) < 0 ||
+    if (annotations(spec, pod, c) < 0 || process(spec, c, cfg) < 0 || mounts(spec, c) < 0 ||
         cgroups_path(lin, pod, c) < 0 || devices(lin, c) < 0 ||
         resources(lin, c->linux ? c->linux->resources : NULL) < 0)
         goto nomem;
@@ -258,9 +513,13 @@ int rv_nri_adjust(struct rv_nri_plugin *p, const nri_pod *pod, const nri_contain
     size_t first;
 
     memset(a, 0, sizeof(*a));
+    if (!rv_nri_serves(cfg, rv_nri_handler(pod)))
+        return 1;
+    a->views_wanted = true;
     nri__pkg__api__v1alpha1__container_adjustment__init(&a->adj);
-    if (!(a->spec = rv_nri_spec(pod, c, err)))
+    if (!(a->spec = rv_nri_spec(pod, c, cfg, err)))
         return -1;
+    a->views_wanted = rv_spec_request(a->spec, RV_ANN_LXCFS, "RESVIEW_LXCFS", err) != 0;
     /* the requests first: an invalid one refuses the container, as the shim does */
     if (rv_spec_request(a->spec, RV_ANN_LXCFS, "RESVIEW_LXCFS", err) == -2 ||
         rv_spec_request(a->spec, RV_ANN_ENV, "RESVIEW_ENV", err) == -2 ||

@@ -13,7 +13,40 @@
 /* gRPC's codes, as ttrpc's status carries them */
 #define CODE_OK 0
 #define CODE_INVALID_ARGUMENT 3
+#define CODE_FAILED_PRECONDITION 9
 #define CODE_UNIMPLEMENTED 12
+
+/* The memory of one call's unpacked messages, kept from call to call (as
+ * the connection's buffers are): a request of 4 MiB costs no fresh pages
+ * after the first (a page fault each, some microseconds on a VM, whatever
+ * malloc gives back). What does not fit is malloc'd. Emptied when the call
+ * is answered. */
+#define ARENA_SIZE (2 * (size_t)RV_TTRPC_MAX + (256 << 10))
+static struct {
+    uint8_t *p;
+    size_t used;
+} arena;
+
+static void *arena_alloc(void *data, size_t n)
+{
+    (void)data;
+    if (!arena.p)
+        arena.p = malloc(ARENA_SIZE);
+    if (!arena.p || n > ARENA_SIZE - arena.used || (n + 15) / 16 * 16 > ARENA_SIZE - arena.used)
+        return malloc(n);
+    void *r = arena.p + arena.used;
+    arena.used += (n + 15) / 16 * 16;
+    return r;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+    (void)data;
+    if (ptr && !(arena.p && (uint8_t *)ptr >= arena.p && (uint8_t *)ptr < arena.p + ARENA_SIZE))
+        free(ptr);
+}
+
+static ProtobufCAllocator call_alloc = { arena_alloc, arena_free, NULL };
 
 /* The response envelope around payload (len bytes), with a status. */
 static int envelope(int code, const char *message, const uint8_t *payload, size_t len,
@@ -111,10 +144,49 @@ static void log_limits(const struct rv_nri_adjustment *a)
            a->res.lxcfs_on ? ", the views' hook" : a->res.hook_missing ? ", no hook (cannot run it)" : "");
 }
 
+/* A pod of a runtime handler the plugin does not serve: said once per
+ * handler for the plugin's life (the first RV_MAX_NRI_HANDLERS). */
+static void say_skipped(const char *handler)
+{
+    static char said[RV_MAX_NRI_HANDLERS][64];
+    static unsigned n;
+
+    for (unsigned i = 0; i < n; i++)
+        if (strncmp(said[i], handler, sizeof(said[i]) - 1) == 0)
+            return;
+    if (n == RV_MAX_NRI_HANDLERS)
+        return;
+    snprintf(said[n++], sizeof(said[0]), "%s", handler);
+    if (strcmp(handler, "resview") == 0)
+        rv_log(RV_INFO, "NRI: runtime handler `resview`: left to resview's runtime class, which "
+               "edits its containers itself");
+    else
+        rv_log(RV_INFO, "NRI: runtime handler `%.63s`: not in nri.runtime_handlers: its containers "
+               "are created unchanged (no views, no variables)", handler);
+}
+
+/* Refused as the shim refuses it: the views cannot be given and
+ * lxcfs.required says the container must not start without them. */
+static int refuse_required(struct rv_nri_plugin *p, const char *why, uint8_t **out, size_t *out_len)
+{
+    char msg[sizeof(((struct rv_error *)0)->msg) + 64];
+
+    if (strncmp(why, "lxcfs.required", 14) == 0)
+        snprintf(msg, sizeof(msg), "%s", why);
+    else
+        snprintf(msg, sizeof(msg), "lxcfs.required is true, but the views cannot be given: %s", why);
+    p->failed++;
+    rv_log(RV_ERROR, "NRI: create refused: %s", msg);
+    return envelope(CODE_FAILED_PRECONDITION, msg, NULL, 0, out, out_len);
+}
+
 static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
                             size_t *out_len)
 {
-    nri_create_req *req = nri__pkg__api__v1alpha1__create_container_request__unpack(NULL, in->len, in->data);
+    /* in->data is ours (the envelope's unpacked copy): cut down in place */
+    long n = rv_nri_create_trim(p->cfg, in->data, in->len);
+    nri_create_req *req = n < 0 ? NULL :
+        nri__pkg__api__v1alpha1__create_container_request__unpack(&call_alloc, (size_t)n, in->data);
     nri_create_resp resp = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
     struct rv_nri_adjustment a;
     struct rv_error err;
@@ -122,18 +194,25 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
 
     p->created++;
     if (!req || !req->container) {
-        p->failed++;
+        const char *what = req ? "no container in the request" : "a request that is no CreateContainerRequest";
         rv_log_set_id("-");
-        rv_log(RV_ERROR, "NRI: CreateContainer: %s (%zu bytes): the container is created unchanged",
-               req ? "no container in the request" : "a request that is no CreateContainerRequest",
-               in->len);
         if (req)
-            nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
+            nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, &call_alloc);
+        if (p->cfg->lxcfs_required)
+            return refuse_required(p, what, out, out_len);
+        p->failed++;
+        rv_log(RV_ERROR, "NRI: CreateContainer: %s (%zu bytes): the container is created unchanged", what,
+               in->len);
         return answer(&resp.base, out, out_len);
     }
     rv_log_set_id(req->container->id && rv_safe_name(req->container->id) ? req->container->id : "-");
     r = rv_nri_adjust(p, req->pod, req->container, &a, &err);
-    if (r == -2) {
+    if (r == 1) {
+        say_skipped(rv_nri_handler(req->pod));
+        rc = answer(&resp.base, out, out_len);
+    } else if (r == -1 && p->cfg->lxcfs_required && a.views_wanted) {
+        rc = refuse_required(p, err.msg, out, out_len);
+    } else if (r == -2) {
         /* as the shim: a request that is neither yes nor no refuses the start */
         p->failed++;
         rv_log(RV_ERROR, "NRI: create refused: %s", err.msg);
@@ -152,7 +231,7 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
         rc = answer(&resp.base, out, out_len);
     }
     rv_nri_adjustment_free(&a);
-    nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, NULL);
+    nri__pkg__api__v1alpha1__create_container_request__free_unpacked(req, &call_alloc);
     rv_log_set_id("-");
     return rc;
 }
@@ -160,11 +239,12 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
 int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8_t **out,
                   size_t *out_len)
 {
-    Ttrpc__Request *req = ttrpc__request__unpack(NULL, len, buf);
+    Ttrpc__Request *req = ttrpc__request__unpack(&call_alloc, len, buf);
     char msg[256];
     int rc;
 
     if (!req) {
+        arena.used = 0;
         rv_log(RV_ERROR, "NRI: a call that is no ttrpc Request (%zu bytes): answered with an error", len);
         return envelope(CODE_INVALID_ARGUMENT, "resview: not a ttrpc Request", NULL, 0, out, out_len);
     }
@@ -184,7 +264,8 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8
             rv_log(RV_INFO, "NRI: the runtime shuts down");
         rc = answer(NULL, out, out_len);
     }
-    ttrpc__request__free_unpacked(req, NULL);
+    ttrpc__request__free_unpacked(req, &call_alloc);
+    arena.used = 0;
     return rc;
 }
 

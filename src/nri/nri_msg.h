@@ -38,16 +38,35 @@ struct rv_nri_adjustment {
     char names[RV_MAX_VARS][64];
     json_t *spec;                 /* holds the strings the hook's entry points to */
     struct rv_edit_result res;
+    bool views_wanted;            /* the container does not opt out of the views */
 };
 
+/* Whether the plugin serves pods of this runtime handler ("" the runtime's
+ * default): one in nri.runtime_handlers, never `resview` (its shim edits
+ * those containers: the hook entry it would replace, the variables it would
+ * take for the container's own). */
+bool rv_nri_serves(const struct rv_config *cfg, const char *handler);
+/* A CreateContainerRequest (buf, len bytes) cut down in place to what
+ * rv_nri_spec and the handler check read (the pod's id, runtime handler,
+ * linux and resview.io/ annotations; the container's id, mounts, linux, the
+ * annotations and first variables rv_nri_spec copies), in time linear in
+ * len with no allocation: its new length, or -1 when it is no protobuf
+ * message of that shape. */
+long rv_nri_create_trim(const struct rv_config *cfg, uint8_t *buf, size_t len);
+const char *rv_nri_handler(const nri_pod *pod);   /* its runtime handler, "" when none */
+
 /* The spec that the shim would see for this container, as far as the edits
- * read it: annotations (the pod's resview.io/ ones, then the container's),
- * process.env, mounts, linux.cgroupsPath (or from the pod's cgroup parent),
- * linux.resources (cpu quota, period, cpus; memory limit), linux.devices. */
-json_t *rv_nri_spec(const nri_pod *pod, const nri_container *c, struct rv_error *err);
+ * read it: annotations (the pod's resview.io/ ones, then the container's
+ * that the edits read), process.env (the first variable of each name the
+ * edits read, in order: what rv_env_get finds), mounts, linux.cgroupsPath
+ * (or from the pod's cgroup parent), linux.resources (cpu quota, period,
+ * cpus; memory limit), linux.devices. */
+json_t *rv_nri_spec(const nri_pod *pod, const nri_container *c, const struct rv_config *cfg,
+                    struct rv_error *err);
 /* The shim's edits of that spec, as an adjustment: the variables it adds,
- * our hook entry. Returns 0, -1 (err: the edit failed), -2 (err: the
- * container's resview.io request is invalid). rv_nri_adjustment_free after. */
+ * our hook entry. Returns 0, 1 (a pod of a runtime handler not served:
+ * nothing to adjust), -1 (err: the edit failed), -2 (err: the container's
+ * resview.io request is invalid). rv_nri_adjustment_free after. */
 int rv_nri_adjust(struct rv_nri_plugin *p, const nri_pod *pod, const nri_container *c,
                   struct rv_nri_adjustment *out, struct rv_error *err);
 void rv_nri_adjustment_free(struct rv_nri_adjustment *a);

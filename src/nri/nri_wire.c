@@ -168,8 +168,13 @@ int rv_mux_put(struct rv_bytes *out, uint32_t conn, uint32_t stream, uint8_t typ
             return -1;
         memcpy(out->p + out->len, mh, RV_MUX_HDR);
         out->len += RV_MUX_HDR;
-        for (size_t i = 0; i < n; i++, done++)
-            out->p[out->len++] = done < RV_TTRPC_HDR ? th[done] : payload[done - RV_TTRPC_HDR];
+        for (size_t end = done + n; done < end;) {
+            size_t k = done < RV_TTRPC_HDR ? RV_TTRPC_HDR - done : end - done;
+            k = k < end - done ? k : end - done;
+            memcpy(out->p + out->len, done < RV_TTRPC_HDR ? th + done : payload + (done - RV_TTRPC_HDR), k);
+            out->len += k;
+            done += k;
+        }
     }
     return 0;
 }
