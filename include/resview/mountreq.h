@@ -40,6 +40,7 @@ struct rv_mount_caller {
     unsigned n_groups;
     bool creds_ok;               /* false: groups or CapEff not read whole (more groups
                                     than we carry, one not mapped, a cut-off status) */
+    const char *creds_why;       /* why not creds_ok, one phrase (NULL when it is) */
     uint64_t cap_eff;
 };
 

@@ -992,6 +992,12 @@ static int mount_locked(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif
         return r;
     if (charge(ctx, true) < 0)
         REFUSE("cannot join the container's cgroups (to charge it for the mount)", -ENOMEM);
+    if (c->ids.fsuid != 0 && !c->ids.creds_ok) {
+        snprintf(c->why, sizeof(c->why), "the caller (uid %u in its user namespace, not root) cannot "
+                 "be checked as itself for fusermount's rule (may it write the mount point?): %s",
+                 (unsigned)c->ids.fsuid, c->ids.creds_why ? c->ids.creds_why : "its credentials unread");
+        REFUSE(c->why, -EPERM);
+    }
     if ((r = caller_may_mount_on(ctx, c, c->target, S_ISDIR(sx.stx_mode))) < 0) {
         snprintf(c->why, sizeof(c->why), "the caller (uid %u in its user namespace, not root) "
                  "may not write the mount point: %s (fusermount's rule)", (unsigned)c->ids.fsuid,

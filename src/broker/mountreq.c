@@ -226,8 +226,11 @@ static int id_line(const char *status, const char *key, unsigned *real, unsigned
     return 0;
 }
 
-/* "Groups:\t4 24 27 \n": at most RV_MOUNT_GROUPS_MAX of them. */
-static bool groups_line(const char *status, struct rv_mount_caller *out)
+#define GROUPS_UNREAD "its Groups: line in /proc/PID/status unreadable"
+
+/* "Groups:\t4 24 27 \n": at most RV_MOUNT_GROUPS_MAX of them. NULL, or why
+ * they are not all read. */
+static const char *groups_line(const char *status, struct rv_mount_caller *out)
 {
     const char *p = strstr(status, "\nGroups:");
     unsigned long v;
@@ -235,18 +238,20 @@ static bool groups_line(const char *status, struct rv_mount_caller *out)
 
     out->n_groups = 0;
     if (!p)
-        return false;
+        return GROUPS_UNREAD;
     for (p += 8;;) {
         while (*p == ' ' || *p == '\t')
             p++;
         if (*p == '\n' || *p == '\0')
-            return true;
-        if (*p < '0' || *p > '9' || out->n_groups == RV_MOUNT_GROUPS_MAX)
-            return false;
+            return NULL;
+        if (*p < '0' || *p > '9')
+            return GROUPS_UNREAD;
+        if (out->n_groups == RV_MOUNT_GROUPS_MAX)
+            return "more than 64 supplementary groups (the broker takes on at most 64 to check as the caller)";
         errno = 0;
         v = strtoul(p, &end, 10);
         if (errno || v > UINT32_MAX - 1 || (*end != ' ' && *end != '\t' && *end != '\n' && *end))
-            return false;
+            return GROUPS_UNREAD;
         out->groups[out->n_groups++] = (gid_t)v;
         p = end;
     }
@@ -265,8 +270,10 @@ int rv_mountreq_caller(const char *status, struct rv_mount_caller *out)
     out->fsuid = b;
     out->gid = c;
     out->fsgid = d;
-    out->creds_ok = groups_line(status, out) && cap &&
-                    sscanf(cap + 9, "%16llx%n", &eff, &n) == 1 && n == 16;
+    out->creds_why = groups_line(status, out);
+    if (!out->creds_why && !(cap && sscanf(cap + 9, "%16llx%n", &eff, &n) == 1 && n == 16))
+        out->creds_why = "its CapEff: line in /proc/PID/status unreadable";
+    out->creds_ok = !out->creds_why;
     out->cap_eff = out->creds_ok ? eff : 0;
     return 0;
 }
@@ -286,9 +293,10 @@ int rv_mountreq_ids_in_ns(const char *uid_map, const char *gid_map, struct rv_mo
     ids->fsgid = v[3];
     for (unsigned i = 0; i < ids->n_groups; i++) {
         unsigned g;
-        if (rv_id_map(gid_map, ids->groups[i], true, &g) < 0)
+        if (rv_id_map(gid_map, ids->groups[i], true, &g) < 0) {
             ids->creds_ok = false;
-        else
+            ids->creds_why = "a supplementary group not mapped in its user namespace";
+        } else
             ids->groups[i] = g;
     }
     return 0;

@@ -146,7 +146,7 @@ int main(void)
         ok(rv_mountreq_caller("Name:\tx\nUid:\t1000\t1001\t1002\t1003\nGid:\t100\t101\t102\t103\n"
                               "Groups:\t4 24 100000 \nCapEff:\t00000000a80425fb\n", &c) == 0 &&
            c.uid == 1000 && c.fsuid == 1003 && c.gid == 100 && c.fsgid == 103, "status: real and fs ids");
-        ok(c.creds_ok && c.n_groups == 3 && c.groups[0] == 4 && c.groups[2] == 100000 &&
+        ok(c.creds_ok && !c.creds_why && c.n_groups == 3 && c.groups[0] == 4 && c.groups[2] == 100000 &&
            c.cap_eff == 0xa80425fbull, "status: supplementary groups and effective capabilities");
         ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapEff:\t0000000000000000\n",
                               &c) == 0 && c.creds_ok && c.n_groups == 0 && c.cap_eff == 0,
@@ -156,12 +156,15 @@ int main(void)
             for (int i = 0; i < RV_MOUNT_GROUPS_MAX + 1; i++)
                 snprintf(big + strlen(big), sizeof(big) - strlen(big), "%d ", i);
             strcat(big, "\nCapEff:\t0000000000000000\n");
-            ok(rv_mountreq_caller(big, &c) == 0 && !c.creds_ok,
-               "status: more groups than carried: creds_ok false (a check as the caller refuses)");
+            ok(rv_mountreq_caller(big, &c) == 0 && !c.creds_ok && c.creds_why &&
+               strstr(c.creds_why, "more than 64 supplementary groups"),
+               "status: more groups than carried: creds_ok false (a check as the caller refuses), "
+               "saying so: %s", c.creds_why ? c.creds_why : "(none)");
         }
         ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\n", &c) == 0 && !c.creds_ok &&
            rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t\nCapEff:\t00zz\n", &c) == 0 &&
-           !c.creds_ok && c.fsuid == 1, "status: CapEff missing (a cut-off status) or malformed: ids, creds_ok false");
+           !c.creds_ok && c.fsuid == 1 && c.creds_why && strstr(c.creds_why, "CapEff"),
+           "status: CapEff missing (a cut-off status) or malformed: ids, creds_ok false (%s)", c.creds_why);
         ok(rv_mountreq_caller("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t5 x\nCapEff:\t0000000000000000\n",
                               &c) == 0 && !c.creds_ok, "status: a malformed Groups: line: creds_ok false");
         ok(rv_mountreq_caller("Name:\tUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n", &c) < 0 &&
@@ -172,8 +175,9 @@ int main(void)
            c.uid == 0 && c.fsuid == 1000 && c.gid == 5 && c.fsgid == 65535, "ids in a user namespace");
         ok(c.creds_ok && c.groups[0] == 10 && c.groups[1] == 20, "... and its supplementary groups");
         c = (struct rv_mount_caller){ .uid = 100000, .fsuid = 100000, .gid = 100000, .fsgid = 100000, .groups = { 100010, 5 }, .n_groups = 2, .creds_ok = true };
-        ok(rv_mountreq_ids_in_ns("0 100000 65536\n", "0 100000 65536\n", &c) == 0 && !c.creds_ok,
-           "a supplementary group outside the map: creds_ok false");
+        ok(rv_mountreq_ids_in_ns("0 100000 65536\n", "0 100000 65536\n", &c) == 0 && !c.creds_ok &&
+           c.creds_why && strstr(c.creds_why, "not mapped"),
+           "a supplementary group outside the map: creds_ok false, said (%s)", c.creds_why);
         c = (struct rv_mount_caller){ .uid = 1000, .fsuid = 1000, .gid = 1000, .fsgid = 1000 };
         ok(rv_mountreq_ids_in_ns("0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 65536\n", &c) == 0 &&
            c.uid == 0 && c.gid == 0, "a map of several lines (rootless podman's)");
