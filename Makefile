@@ -226,15 +226,16 @@ uninstall:
 	    echo "make uninstall: kept $(DESTDIR)/etc/resview/config.json (changed since install)"; fi
 	rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)/etc/resview 2>/dev/null || true
 
-# The Debian package, $(BUILD)/resview_VERSION_ARCH.deb (hooks/debian/build.sh):
-# what `make install` installs under /usr, the unit where this Debian keeps
-# packages' units, and the package's own files from hooks/debian/.
+# The Debian package, $(BUILD)/resview_VERSION_ARCH.deb (hooks/debian/build.sh;
+# the only one there): what `make install` installs under /usr, the unit where
+# this Debian keeps packages' units (/lib before 13), and the package's own
+# files from hooks/debian/.
 DEB_ARCH    = $(shell dpkg --print-architecture)
 DEB_UNITDIR = $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null | grep . || \
-                  { dpkg --compare-versions "$$(cut -d. -f1 /etc/debian_version)" ge 13 2>/dev/null && \
-                    echo /usr/lib/systemd/system || echo /lib/systemd/system; })
+                  case "$$(cat /etc/debian_version)" in ([0-9].* | 1[0-2].*) echo /lib/systemd/system ;; \
+                  (*) echo /usr/lib/systemd/system ;; esac)
 deb: all static man
-	rm -rf $(BUILD)/deb
+	rm -rf $(BUILD)/deb $(BUILD)/resview_*.deb
 	@$(MAKE) -s --no-print-directory install DESTDIR=$(abspath $(BUILD))/deb/root PREFIX=/usr \
 	    UNITDIR=$(DEB_UNITDIR) VERSION=$(VERSION) >/dev/null
 	@hooks/debian/build.sh $(BUILD)/deb/root $(VERSION) $(BUILD)/resview_$(VERSION)_$(DEB_ARCH).deb
