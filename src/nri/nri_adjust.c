@@ -75,7 +75,8 @@ static void read_vars_init(struct read_vars *rv, const struct rv_config *cfg)
     static const char *const fixed[READ_FIXED] = { "RESVIEW_LXCFS", "RESVIEW_ENV", RV_ENV_GOMAXPROCS,
                                                    "RESVIEW_FUSE", "SLURM_JOB_ID" };
     const char *all[RV_MAX_VARS + READ_FIXED + 4];
-    size_t n = 0, k = 0;
+    uint8_t len[RV_MAX_VARS + READ_FIXED + 4], at[66] = { 0 };
+    size_t n = 0;
 
     for (int i = 0; i < READ_FIXED; i++)
         all[n++] = fixed[i];
@@ -84,14 +85,14 @@ static void read_vars_init(struct read_vars *rv, const struct rv_config *cfg)
     for (int i = 0; i < cfg->n_vars && n < sizeof(all) / sizeof(all[0]); i++)
         all[n++] = cfg->vars[i].name;
     /* a counting sort by length (names are shorter than 64) */
-    for (size_t len = 0; len < 65; len++) {
-        rv->from[len] = (uint8_t)k;
-        for (size_t i = 0; i < n; i++)
-            if (strlen(all[i]) == len)
-                rv->name[k++] = all[i];
-    }
-    rv->from[65] = (uint8_t)k;
-    rv->n = k;
+    for (size_t i = 0; i < n; i++)
+        at[(len[i] = (uint8_t)strnlen(all[i], 64)) + 1]++;
+    for (size_t l = 1; l < 66; l++)
+        at[l] = (uint8_t)(at[l] + at[l - 1]);
+    memcpy(rv->from, at, sizeof(at));
+    for (size_t i = 0; i < n; i++)
+        rv->name[at[len[i]]++] = all[i];
+    rv->n = n;
     memset(rv->seen, 0, sizeof(rv->seen));
 }
 
