@@ -9,7 +9,11 @@
 # container's start is the same in both modes (the start-latency table:
 # resview+runc against resview-noviews+runc); the shim's own cost, an exec
 # in front of the runtime, is resview-noviews+runc against runc there.
-# NRI_ROUNDS (default 2000). No thresholds.
+# Then the worst requests NRI carries (a ttrpc message of 4 MiB, what a
+# tenant's pod spec or image can fill): one of short variables, one whose
+# NVIDIA_VISIBLE_DEVICES is GPU names, 20 rounds each, timed from the first
+# byte sent (NRI's request timeout is 2 s; the plugin's work is linear in
+# the request). NRI_ROUNDS (default 2000). No thresholds.
 source "$(dirname "$0")/../lib/common.sh"
 R=${NRI_ROUNDS:-2000}
 export LXCFS_DIR=$T/lxcfs
