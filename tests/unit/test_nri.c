@@ -578,6 +578,29 @@ static void test_tenant_sized(void)
     ok_str(text, "{\"cdi.k8s.io/gpu\":\"nvidia.com/gpu=0\"}", "annotations: the CDI one, not others");
     free(text);
     json_decref(spec);
+
+    /* the request cut on the wire makes the same spec as the whole one */
+    annotate_pod(&f, "resview.io/env", "true");
+    annotate_pod(&f, "cdi.k8s.io/pod", "nvidia.com/gpu=1");
+    f.pod.runtime_handler = "runc";
+    f.c.name = "big-name";
+    size_t n = protobuf_c_message_get_packed_size(&f.req.base);
+    uint8_t *buf = malloc(n);
+    protobuf_c_message_pack(&f.req.base, buf);
+    json_t *whole = rv_nri_spec(&f.pod, &f.c, &cfg, &err);
+    long cut = rv_nri_create_trim(&cfg, buf, n);
+    nri_create_req *tr = cut >= 0 ? nri__pkg__api__v1alpha1__create_container_request__unpack(NULL, (size_t)cut, buf) : NULL;
+    json_t *from_cut = tr ? rv_nri_spec(tr->pod, tr->container, &cfg, &err) : NULL;
+    ok(whole && from_cut && json_equal(whole, from_cut) && (size_t)cut < n && strcmp(tr->pod->runtime_handler, "runc") == 0 &&
+       strcmp(tr->container->id, "c0ffee") == 0 && !*tr->container->name,
+       "the request cut (%ld of %zu bytes): the same spec, the handler and id kept, the name gone", cut, n);
+    if (tr)
+        nri__pkg__api__v1alpha1__create_container_request__free_unpacked(tr, NULL);
+    json_decref(whole);
+    json_decref(from_cut);
+    uint8_t bad[] = { 0x12, 0x05, 0x42, 0x09, 'x' };   /* container: env of 9 bytes in 1 */
+    ok(rv_nri_create_trim(&cfg, bad, sizeof(bad)) < 0, "a length beyond its message: no request");
+    free(buf);
 }
 
 /* lxcfs.required as the shim has it, and the runtime handlers served. */
