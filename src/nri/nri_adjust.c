@@ -294,6 +294,8 @@ long rv_nri_create_trim(const struct rv_config *cfg, uint8_t *buf, size_t len)
 {
     struct read_vars rv;
 
+    if (!len)
+        return 0;   /* protobuf-c's empty bytes: no buffer at all */
     read_vars_init(&rv, cfg);
     return trim(&rv, TRIM_REQUEST, buf, buf + len, buf);
 }
