@@ -2,7 +2,8 @@
  * pod and container it has. A container created while no plugin of ours was
  * registered started bare: no variables (they can only be given at create)
  * and no views. Each running one that resview serves (the same decision as
- * at CreateContainer: rv_nri_adjust, opt-outs included) and that has no
+ * at CreateContainer: rv_nri_adjust, its pod's runtime handler and the
+ * opt-outs included) and that has no
  * record gets a views record (as the hook writes it, naming the process, its
  * mount namespace and its root) and repair attaches the views (repair.c:
  * the process pinned by its start time, the views resolved inside its root
@@ -53,7 +54,7 @@ static const nri_pod *pod_of(const struct rv_nri_sync *s, const char *id)
 }
 
 /* Whether resview gives c its views: running, a process, and the edit of
- * CreateContainer would (not opted out, LXCFS on). */
+ * CreateContainer would (a runtime handler served, not opted out, LXCFS on). */
 static bool served(struct rv_nri_plugin *p, const nri_pod *pod, const nri_container *c)
 {
     struct rv_nri_adjustment a;

@@ -226,9 +226,9 @@ static void test_sync(void)
     Ttrpc__Response *resp = NULL;
     Nri__Pkg__Api__V1alpha1__ConfigureRequest conf;
     Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
-    nri_pod pod, *podp = &pod;
-    struct sync_c c[5];
-    nri_container *cp[5];
+    nri_pod pod, vm, *podp[2] = { &pod, &vm };
+    struct sync_c c[6];
+    nri_container *cp[6];
     struct rv_error err;
     struct stat st;
 
@@ -241,6 +241,9 @@ static void test_sync(void)
     nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
     pod.id = "pod1";
     pod.runtime_handler = "runc";
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&vm);
+    vm.id = "pod2";
+    vm.runtime_handler = "kata";
     sync_container(&c[0], "served1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
     sync_container(&c[1], "optout1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
     nri__pkg__api__v1alpha1__container__annotations_entry__init(&c[1].ann);
@@ -253,16 +256,18 @@ static void test_sync(void)
     sync_container(&c[3], "recorded1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
     sync_container(&c[4], "nopod1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
     c[4].c.pod_sandbox_id = "elsewhere";
-    for (int i = 0; i < 5; i++)
+    sync_container(&c[5], "kata1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    c[5].c.pod_sandbox_id = "pod2";
+    for (int i = 0; i < 6; i++)
         cp[i] = &c[i].c;
     /* recorded1 has a record (the hook's): not ours to touch */
     json_t *env = json_pack("{s:[]}", "env");
     ok(rv_state_write(&cfg, "recorded1", "env", env, &err) == 0, "a record for recorded1");
     json_decref(env);
-    sync.pods = &podp;
-    sync.n_pods = 1;
+    sync.pods = podp;
+    sync.n_pods = 2;
     sync.containers = cp;
-    sync.n_containers = 5;
+    sync.n_containers = 6;
 
     snprintf(sock, sizeof(sock), "%s/sync.sock", tmp);
     int lfd = fake_listen_at(sock);
@@ -287,6 +292,7 @@ static void test_sync(void)
        log_line_has("served1", "its variables are missing until it is re-created"), "and said in the log, by id");
     ok(!rv_state_exists(&cfg, "optout1") && !rv_state_exists(&cfg, "stopped1") && !rv_state_exists(&cfg, "nopod1"),
        "opted out, stopped, or of no pod named: left alone");
+    ok(!rv_state_exists(&cfg, "kata1"), "a pod of a runtime handler resview does not serve (kata): left alone");
     ok(rv_state_stat(&cfg, "recorded1", RV_NRI_SYNC_FILE, &st) < 0 &&
        rv_state_stat(&cfg, "recorded1", RV_VIEWS_FILE, &st) < 0, "a container with a record: left alone");
     json_t *rec = NULL;
