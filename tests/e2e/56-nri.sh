@@ -180,4 +180,28 @@ res=$(scenario pod5 "$one")
 t_contains "after containerd's restart: GOMAXPROCS=2" "$(jq -r '.c.log' <<<"$res")" "GOMAXPROCS=2"
 t_contains "after containerd's restart: the views" "$(jq -r '.c.log' <<<"$res")" "524288 kB"
 t_not_contains "no error in the plugin's log" "$(grep ' error resview-nri' "$T/resview.log" | grep -v 'connecting again')" "NRI"
+# the plugin stopped (SIGSTOP) while a pod is created: containerd gives up on
+# the call after its request timeout, closes the plugin and creates the
+# container bare; resumed, the plugin says the dropped call, registers again,
+# and Synchronize gives that running container its views, naming it in the log
+late='[{"name": "c", "image": "'$IMG'", "command": ["/bin/sleep", "300"],
+        "cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+        "update": {"cpu_period": 100000, "cpu_quota": 150000, "memory": 536870912,
+                   "wait": "'$T/late-go'", "exec": ["/bin/sh", "-c", "'"$show"'"]}}]'
+kill -STOP "$PLUGIN_PID"
+scenario late "$late" >"$T/late.out" & late_pid=$!
+for _ in $(seq 600); do [ -e "$T/late-go.started" ] && break; sleep 0.2; done
+t_contains "the plugin stopped: doctor says it is not serving" "$(RESVIEW_CONFIG=$T/config.json "$CLI" doctor 2>&1)" \
+    "is not serving"
+kill -CONT "$PLUGIN_PID"
+t_ok "resumed: the plugin registers again" wait_for registered 4
+t_contains "resumed: the dropped call is said" "$(cat "$T/resview.log")" \
+    "NRI: the runtime closed the connection: containers created meanwhile get views at re-registration"
+wait_for grep -q "its variables are missing until it is re-created" "$T/resview.log"
+touch "$T/late-go"; wait $late_pid
+late_id=$(jq -r '.c.id' <"$T/late.out")
+t_contains "the pod created meanwhile is named in the log" \
+    "$(grep -F "$late_id" "$T/resview.log" | grep -F 'its variables are missing')" "created while the plugin was not registered"
+t_contains "…and gets its views at re-registration" "$(jq -r '.c.exec_log' <"$T/late.out")" "524288 kB"
+t_not_contains "…not its variables" "$(jq -r '.c.exec_log' <"$T/late.out")" "GOMAXPROCS"
 if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20; fi
