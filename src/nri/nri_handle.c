@@ -22,6 +22,17 @@
  * malloc gives back). What does not fit is malloc'd. Emptied when the call
  * is answered. */
 #define ARENA_SIZE (2 * (size_t)RV_TTRPC_MAX + (256 << 10))
+/* under ASan each allocation its own, so that a read past one is caught */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ON 0
+#endif
+#endif
+#ifndef ARENA_ON
+#define ARENA_ON 1
+#endif
 static struct {
     uint8_t *p;
     size_t used;
@@ -30,7 +41,7 @@ static struct {
 static void *arena_alloc(void *data, size_t n)
 {
     (void)data;
-    if (!arena.p)
+    if (!arena.p && ARENA_ON)
         arena.p = malloc(ARENA_SIZE);
     if (!arena.p || n > ARENA_SIZE - arena.used || (n + 15) / 16 * 16 > ARENA_SIZE - arena.used)
         return malloc(n);
