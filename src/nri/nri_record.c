@@ -373,6 +373,9 @@ int rv_nri_serving(const struct rv_config *cfg, const struct rv_nri_registration
     if (!kernel)
         snprintf(why, size, "%s", reg->ino ? "its connection is in another network namespace: not looked at"
                                            : "the record names no connection");
+    else if (d < 0)
+        snprintf(why, size, "the kernel's socket diagnostics (sock_diag) did not answer: its connection "
+                 "not looked at");
     return RV_NRI_SERVING;
 }
 

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #define SYNC_MAX 4096   /* containers looked at per registration */
+#define SYNC_MSGS_MAX 64   /* messages of one synchronization kept (then decided) */
 
 struct sync_one {
     char id[128];
@@ -118,7 +119,7 @@ int rv_nri_sync_take(struct rv_nri_plugin *p, const void *msg)
         return -1;
     s->msgs = m;
     s->msgs[s->n_msgs++] = req;
-    if (!req->more)
+    if (!req->more || s->n_msgs >= SYNC_MSGS_MAX)
         decide(p, s);
     return 0;
 }
