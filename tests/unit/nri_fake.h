@@ -10,12 +10,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FAKE_UNUSED __attribute__((unused))
 
 /* A ttrpc Request envelope for the Plugin service's method (malloc'd). */
-static FAKE_UNUSED uint8_t *fake_call(const char *service, const char *method, const ProtobufCMessage *msg,
+static FAKE_UNUSED uint8_t *call(const char *service, const char *method, const ProtobufCMessage *msg,
                                       size_t *len)
 {
     Ttrpc__Request req = TTRPC__REQUEST__INIT;
@@ -33,7 +34,7 @@ static FAKE_UNUSED uint8_t *fake_call(const char *service, const char *method, c
 }
 
 /* The next message on conn, reading the socket (5 s at most per read). */
-static FAKE_UNUSED int fake_read_msg(int fd, struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *m)
+static FAKE_UNUSED int read_msg(int fd, struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *m)
 {
     struct rv_error err;
     uint8_t buf[4096];
@@ -50,7 +51,7 @@ static FAKE_UNUSED int fake_read_msg(int fd, struct rv_mux_in *in, unsigned conn
 }
 
 /* The fake runtime's listening socket at path: -1 when it cannot listen. */
-static FAKE_UNUSED int fake_listen_at(const char *path)
+static FAKE_UNUSED int listen_at(const char *path)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -63,7 +64,7 @@ static FAKE_UNUSED int fake_listen_at(const char *path)
 }
 
 /* Accept a plugin and answer its RegisterPlugin: the connection, or -1. */
-static FAKE_UNUSED int fake_accept_register(int lfd, struct rv_mux_in *in)
+static FAKE_UNUSED int accept_register(int lfd, struct rv_mux_in *in)
 {
     struct rv_ttrpc_msg m;
     struct rv_error err;
@@ -72,7 +73,7 @@ static FAKE_UNUSED int fake_accept_register(int lfd, struct rv_mux_in *in)
     if (fd < 0)
         return -1;
     memset(in, 0, sizeof(*in));
-    if (fake_read_msg(fd, in, RV_MUX_RUNTIME, &m) != 1 || m.type != RV_TTRPC_REQUEST) {
+    if (read_msg(fd, in, RV_MUX_RUNTIME, &m) != 1 || m.type != RV_TTRPC_REQUEST) {
         close(fd);
         return -1;
     }
@@ -93,30 +94,51 @@ static FAKE_UNUSED int fake_accept_register(int lfd, struct rv_mux_in *in)
     return fd;
 }
 
-/* Send a call on connection 1 (stream: odd, new per call); no wait. */
-static FAKE_UNUSED int fake_send(int fd, uint32_t stream, const char *method, const ProtobufCMessage *msg)
+/* A call on connection 1 (stream: odd, new per call), framed in *out. */
+static FAKE_UNUSED int frame_call(uint32_t stream, const char *method, const ProtobufCMessage *msg,
+                                  struct rv_bytes *out)
 {
-    struct rv_bytes out = { 0 };
     struct rv_error err;
     size_t len;
-    uint8_t *req = fake_call(RV_NRI_SERVICE_PLUGIN, method, msg, &len);
-    int r = rv_mux_put(&out, RV_MUX_PLUGIN, stream, RV_TTRPC_REQUEST, 1, req, len, &err);
+    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, method, msg, &len);
+    int r = rv_mux_put(out, RV_MUX_PLUGIN, stream, RV_TTRPC_REQUEST, 1, req, len, &err);
     free(req);
+    return r;
+}
+
+/* Send a call; no wait for its answer. */
+static FAKE_UNUSED int send_call(int fd, uint32_t stream, const char *method, const ProtobufCMessage *msg)
+{
+    struct rv_bytes out = { 0 };
+    int r = frame_call(stream, method, msg, &out);
     if (r == 0 && write(fd, out.p, out.len) != (ssize_t)out.len)
         r = -1;
     rv_bytes_free(&out);
     return r;
 }
 
+/* The last call's time from its first byte sent to its answer read whole
+ * (its encoding, the runtime's work, left out), in ms. */
+static FAKE_UNUSED double call_ms;
+
 /* Call and read the answer (*resp, to free with ttrpc__response__free_unpacked). */
-static FAKE_UNUSED int fake_runtime_call(int fd, struct rv_mux_in *in, uint32_t stream, const char *method,
-                                         const ProtobufCMessage *msg, Ttrpc__Response **resp)
+static FAKE_UNUSED int runtime_call(int fd, struct rv_mux_in *in, uint32_t stream, const char *method,
+                                    const ProtobufCMessage *msg, Ttrpc__Response **resp)
 {
+    struct rv_bytes out = { 0 };
     struct rv_ttrpc_msg m;
-    if (fake_send(fd, stream, method, msg) < 0)
+    struct timespec t0, t1;
+    int r = frame_call(stream, method, msg, &out);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (r < 0 || write(fd, out.p, out.len) != (ssize_t)out.len) {
+        rv_bytes_free(&out);
         return -1;
-    if (fake_read_msg(fd, in, RV_MUX_PLUGIN, &m) != 1 || m.stream != stream || m.type != RV_TTRPC_RESPONSE)
+    }
+    rv_bytes_free(&out);
+    if (read_msg(fd, in, RV_MUX_PLUGIN, &m) != 1 || m.stream != stream || m.type != RV_TTRPC_RESPONSE)
         return -1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    call_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     *resp = ttrpc__response__unpack(NULL, m.len, m.data);
     return *resp ? 0 : -1;
 }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
+#include "nri_fake.h"
 #include "resview/log.h"
 
 #include <errno.h>
@@ -141,22 +142,6 @@ static void test_wire(void)
 }
 
 /* ---- the calls ---- */
-
-static uint8_t *call(const char *service, const char *method, const ProtobufCMessage *msg, size_t *len)
-{
-    Ttrpc__Request req = TTRPC__REQUEST__INIT;
-    size_t n = msg ? protobuf_c_message_get_packed_size(msg) : 0;
-    uint8_t *payload = malloc(n ? n : 1);
-    req.service = (char *)service;
-    req.method = (char *)method;
-    req.payload.data = payload;
-    req.payload.len = msg ? protobuf_c_message_pack(msg, payload) : 0;
-    *len = ttrpc__request__get_packed_size(&req);
-    uint8_t *out = malloc(*len);
-    ttrpc__request__pack(&req, out);
-    free(payload);
-    return out;
-}
 
 /* The last answer's status message. */
 static char status_msg[1024];
@@ -704,94 +689,6 @@ static void test_required_handlers(void)
 }
 
 /* ---- one connection to a fake runtime ---- */
-
-static int read_msg(int fd, struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *m)
-{
-    struct rv_error err;
-    uint8_t buf[4096];
-    for (;;) {
-        int r = rv_ttrpc_next(in, conn, m, &err);
-        if (r != 0)
-            return r;
-        struct timeval tv = { 5, 0 };
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0 || rv_mux_feed(in, buf, (size_t)n, &err) < 0)
-            return -1;
-    }
-}
-
-/* The fake runtime's listening socket at path: -1 when it cannot listen. */
-static int listen_at(const char *path)
-{
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (lfd >= 0 && (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)) {
-        close(lfd);
-        lfd = -1;
-    }
-    return lfd;
-}
-
-static int accept_register(int lfd, struct rv_mux_in *in)
-{
-    struct rv_ttrpc_msg m;
-    struct rv_error err;
-    struct rv_bytes out = { 0 };
-    int fd = accept(lfd, NULL, NULL);
-    if (fd < 0)
-        return -1;
-    memset(in, 0, sizeof(*in));
-    if (read_msg(fd, in, RV_MUX_RUNTIME, &m) != 1 || m.type != RV_TTRPC_REQUEST) {
-        close(fd);
-        return -1;
-    }
-    Ttrpc__Request *r = ttrpc__request__unpack(NULL, m.len, m.data);
-    bool is_reg = r && strcmp(r->method, "RegisterPlugin") == 0;
-    uint32_t stream = m.stream;
-    if (r)
-        ttrpc__request__free_unpacked(r, NULL);
-    Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
-    uint8_t buf[64];
-    size_t n = ttrpc__response__pack(&resp, buf);
-    if (!is_reg || rv_mux_put(&out, RV_MUX_RUNTIME, stream, RV_TTRPC_RESPONSE, 0, buf, n, &err) < 0 ||
-        write(fd, out.p, out.len) != (ssize_t)out.len) {
-        close(fd);
-        fd = -1;
-    }
-    rv_bytes_free(&out);
-    return fd;
-}
-
-/* The last call's time from its first byte sent to its answer read whole
- * (its encoding, the runtime's work, left out), in ms. */
-static double call_ms;
-
-static int runtime_call(int fd, struct rv_mux_in *in, uint32_t stream, const char *method,
-                        const ProtobufCMessage *msg, Ttrpc__Response **resp)
-{
-    struct rv_bytes out = { 0 };
-    struct rv_ttrpc_msg m;
-    struct rv_error err;
-    struct timespec t0, t1;
-    size_t len;
-    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, method, msg, &len);
-    int r = rv_mux_put(&out, RV_MUX_PLUGIN, stream, RV_TTRPC_REQUEST, 1, req, len, &err);
-    free(req);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (r < 0 || write(fd, out.p, out.len) != (ssize_t)out.len) {
-        rv_bytes_free(&out);
-        return -1;
-    }
-    rv_bytes_free(&out);
-    if (read_msg(fd, in, RV_MUX_PLUGIN, &m) != 1 || m.stream != stream || m.type != RV_TTRPC_RESPONSE)
-        return -1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    call_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    *resp = ttrpc__response__unpack(NULL, m.len, m.data);
-    return *resp ? 0 : -1;
-}
 
 static void test_socket(void)
 {

@@ -126,12 +126,12 @@ static void test_plugin(void)
     long long since;
 
     snprintf(sock, sizeof(sock), "%s/nri.sock", tmp);
-    int lfd = fake_listen_at(sock);
+    int lfd = listen_at(sock);
     pid_t pid = plugin_start(sock);
-    int fd = fake_accept_register(lfd, &in);
+    int fd = accept_register(lfd, &in);
     ok(fd >= 0, "the plugin registered");
     conf_init(&conf, 1000);
-    ok(fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured (request timeout 1 s)");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured (request timeout 1 s)");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &reg) == RV_NRI_REG_LIVE && reg.pid == pid && reg.ino > 0 &&
        reg.timeout_ms == 1000, "the record names the plugin, its connection's inode and the timeout");
@@ -152,7 +152,7 @@ static void test_plugin(void)
     kill(pid, SIGSTOP);
     struct timespec pause = { 0, 100 * 1000000L };
     nanosleep(&pause, NULL);
-    ok(fake_send(fd, 3, "Shutdown", NULL) == 0, "a call sent to the stopped plugin");
+    ok(send_call(fd, 3, "Shutdown", NULL) == 0, "a call sent to the stopped plugin");
     long t0 = rv_now_ms();
     sv = rv_nri_serving(&cfg, &reg, 5000, &since, why, sizeof(why));
     rv_nri_serving_say(sv, since, why, said, sizeof(said));
@@ -160,13 +160,13 @@ static void test_plugin(void)
        "stopped, a call unread for the runtime's timeout: %s", said);
     kill(pid, SIGCONT);
     struct rv_ttrpc_msg m;
-    ok(fake_read_msg(fd, &in, RV_MUX_PLUGIN, &m) == 1 && m.stream == 3, "resumed: the call is answered");
+    ok(read_msg(fd, &in, RV_MUX_PLUGIN, &m) == 1 && m.stream == 3, "resumed: the call is answered");
     ok(rv_nri_serving(&cfg, &reg, 1000, &since, why, sizeof(why)) == RV_NRI_SERVING, "and it is serving again");
 
     /* stopped, the runtime closes the connection on a call: closed; resumed: the dropped call is said */
     kill(pid, SIGSTOP);
     nanosleep(&pause, NULL);
-    ok(fake_send(fd, 5, "Shutdown", NULL) == 0, "another call to the stopped plugin");
+    ok(send_call(fd, 5, "Shutdown", NULL) == 0, "another call to the stopped plugin");
     close(fd);
     rv_mux_in_free(&in);
     sv = rv_nri_serving(&cfg, &reg, 1000, &since, why, sizeof(why));
@@ -174,13 +174,13 @@ static void test_plugin(void)
     ok(sv == RV_NRI_CLOSED && strncmp(said, "connection closed by the runtime", 32) == 0,
        "the runtime closed the connection: %s", said);
     kill(pid, SIGCONT);
-    fd = fake_accept_register(lfd, &in);
+    fd = accept_register(lfd, &in);
     ok(fd >= 0, "resumed: the plugin registers again");
     ok(log_has("NRI: the runtime closed the connection: containers created meanwhile get views at "
                "re-registration, not variables ("), "the dropped call is logged as such");
     ok(wait_record(RV_NRI_REG_NONE, &now) == RV_NRI_REG_NONE, "until configured again, no record");
     conf_init(&conf, 1000);
-    ok(fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &now) == RV_NRI_REG_LIVE && now.ino != reg.ino,
        "the new record names the new connection");
@@ -270,14 +270,14 @@ static void test_sync(void)
     sync.n_containers = 6;
 
     snprintf(sock, sizeof(sock), "%s/sync.sock", tmp);
-    int lfd = fake_listen_at(sock);
+    int lfd = listen_at(sock);
     pid_t pid = plugin_start(sock);
-    int fd = fake_accept_register(lfd, &in);
+    int fd = accept_register(lfd, &in);
     conf_init(&conf, 2000);
-    ok(fd >= 0 && fake_runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "registered, configured");
+    ok(fd >= 0 && runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "registered, configured");
     ttrpc__response__free_unpacked(resp, NULL);
     long t0 = rv_now_ms();
-    ok(fake_runtime_call(fd, &in, 3, "Synchronize", &sync.base, &resp) == 0 && (!resp->status || resp->status->code == 0),
+    ok(runtime_call(fd, &in, 3, "Synchronize", &sync.base, &resp) == 0 && (!resp->status || resp->status->code == 0),
        "Synchronize answered in %ld ms", rv_now_ms() - t0);
     ttrpc__response__free_unpacked(resp, NULL);
     bool noted = false;
@@ -305,7 +305,7 @@ static void test_sync(void)
     snprintf(path, sizeof(path), "%s/containers/served1/%s", cfg.state_dir, RV_NRI_SYNC_FILE);
     struct stat before;
     stat(path, &before);
-    ok(fake_runtime_call(fd, &in, 5, "Synchronize", &sync.base, &resp) == 0, "Synchronize again");
+    ok(runtime_call(fd, &in, 5, "Synchronize", &sync.base, &resp) == 0, "Synchronize again");
     ttrpc__response__free_unpacked(resp, NULL);
     sleep(1);
     ok(stat(path, &st) == 0 && st.st_ino == before.st_ino, "a container already noted is not noted again");
@@ -332,7 +332,7 @@ static int fake_runtime(const char *arg)
     if (sscanf(arg, "%255s %127s %d %255s", sock, id, &pid, cgpath) != 4)
         return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int lfd = fake_listen_at(sock), fd = -1;
+    int lfd = listen_at(sock), fd = -1;
     if (lfd < 0)
         return 1;
     printf("listening\n");
@@ -355,21 +355,21 @@ static int fake_runtime(const char *arg)
             conf_init(&conf, 1000);
             stream = 1;
             /* doctor's probes connected meanwhile, and closed: not the plugin */
-            for (int i = 0; i < 20 && (fd = fake_accept_register(lfd, &in)) < 0; i++)
+            for (int i = 0; i < 20 && (fd = accept_register(lfd, &in)) < 0; i++)
                 rv_mux_in_free(&in);
-            if (fd < 0 || fake_runtime_call(fd, &in, stream, "Configure", &conf.base, &resp) < 0)
+            if (fd < 0 || runtime_call(fd, &in, stream, "Configure", &conf.base, &resp) < 0)
                 return 1;
             ttrpc__response__free_unpacked(resp, NULL);
             stream += 2;
             long t0 = rv_now_ms();
-            if (fake_runtime_call(fd, &in, stream, "Synchronize", &sync.base, &resp) < 0)
+            if (runtime_call(fd, &in, stream, "Synchronize", &sync.base, &resp) < 0)
                 return 1;
             ttrpc__response__free_unpacked(resp, NULL);
             stream += 2;
             printf("synchronized in %ld ms\n", rv_now_ms() - t0);
         } else if (strncmp(line, "call", 4) == 0) {
             /* a call, not waited for (the plugin may be stopped) */
-            if (fake_send(fd, stream, "Shutdown", NULL) < 0)
+            if (send_call(fd, stream, "Shutdown", NULL) < 0)
                 return 1;
             stream += 2;
             printf("called\n");
