@@ -276,8 +276,8 @@ static int uninstall_files(const struct rv_node_settings *n, bool *done, unsigne
 
 /* NRI mode: whether our plugin is registered on the node's socket and
  * serving (its record names a live process and that socket, and the runtime
- * talks to it now: rv_nri_serving, which waits at most a second on a call
- * not yet read). 1 yes, 0 no; why says which. Asked every second by the
+ * talks to it now: rv_nri_serving, which waits at most the runtime's request
+ * timeout on a call not yet read). 1 yes, 0 no; why says which. Asked every second by the
  * agent and by every probe: the socket is looked at (stat), never connected
  * to (containerd would log each one). */
 static int nri_registered(const struct rv_node_settings *n, char *why, size_t size)
@@ -290,7 +290,7 @@ static int nri_registered(const struct rv_node_settings *n, char *why, size_t si
     if (r == RV_NRI_REG_LIVE && strcmp(reg.socket, n->nri_socket) == 0) {
         char detail[256], state[512];
         long long at;
-        int serving = rv_nri_serving(n->cfg, &reg, 1000, &at, detail, sizeof(detail));
+        int serving = rv_nri_serving(n->cfg, &reg, 60000, &at, detail, sizeof(detail));
         rv_nri_serving_say(serving, at, detail, state, sizeof(state));
         snprintf(why, size, "plugin (pid %d) registered with %s on `%s`, %s", reg.pid, reg.runtime,
                  reg.socket, state);
