@@ -492,7 +492,7 @@ static void check_nri(struct report *r, const struct rv_config *cfg, const char 
         struct tm tm;
         long long at;
         char state[512];
-        int serving = rv_nri_serving(cfg, &reg, 3000, &at, why, sizeof(why));
+        int serving = rv_nri_serving(cfg, &reg, 60000, &at, why, sizeof(why));   /* capped: the request timeout */
         rv_nri_serving_say(serving, at, why, state, sizeof(state));
         if (reg.since > 0)
             strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
