@@ -50,8 +50,8 @@ CTR="ctr --address $CTD_SOCK"
 t_ok "docker: a container through N" dk run -d --name dk1 --runtime resview --cgroup-parent "$ENGINE_CG_PARENT" \
     --cpus 1 -m 256m rvtest:busybox /bin/sleep 100000
 # (containerd's runc root for the namespace is the host's: ids of this run's own)
-C1=rv58-$TID C2=rv58b-$TID
-t_ok "containerd: a container through N" $CTR run -d --runc-binary /usr/bin/resview-runtime \
+C1=rv58-${TID#resviewe2e} C2=rv58b-${TID#resviewe2e}
+t_ok "containerd: a container through N" $CTR run -d --null-io --runc-binary /usr/bin/resview-runtime \
     --cgroup "$CG_PARENT/ctr1" --cpus 1 --memory-limit 268435456 resview.test/busybox:1 $C1 /bin/sleep 100000
 # after the purge its engine cannot stop it (no resview-runtime): runc itself then
 t_cleanup "$CTR task kill -s KILL $C1; sleep 0.5; $CTR task delete $C1; $CTR container delete $C1;
