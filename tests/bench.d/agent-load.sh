@@ -18,7 +18,9 @@
 # waits 3 s for LXCFS. AGENT_REQUESTS (milliCPU, default "10 50 100 250"),
 # ARM_S (seconds of reads per arm, default 3). No thresholds.
 source "$(dirname "$0")/../lib/common.sh"
-trap "exit 143" TERM INT
+# Interrupted (timeout signals the whole group, so twice): the cleanup runs
+# once, to its end.
+trap 'trap "" TERM INT; exit 143' TERM INT
 REQS=${AGENT_REQUESTS:-10 50 100 250}
 ARM_S=${ARM_S:-3}
 THREADS=${TENANT_THREADS:-8}
@@ -101,6 +103,7 @@ arm() {
     if [ "$layout" = split ]; then echo "$LXCFS_PID" >"$AG/lxcfs/cgroup.procs"; else echo "$LXCFS_PID" >"$AG/agent/cgroup.procs"; fi
     rm -f "$T/nri.sock"
     RESVIEW_NRI_BENCH="$T/nri.sock $NRI_ROUNDS $HUGE_ROUNDS" timeout 110 "$BUILD/tests/test_nri" >"$T/nri.out" 2>&1 & rt=$!
+    RT=$rt
     for _ in $(seq 100); do [ -S "$T/nri.sock" ] && break; sleep 0.02; done
     RESVIEW_CONFIG=$T/config.json in_cg "$AG/agent" "$CLI" nri --socket "$T/nri.sock" >>"$T/nri.log" 2>&1 & plugin=$!
     rd=$(in_cg "$TEN/busy" timeout 60 python3 "$T/reader.py" "$LXCFS_DIR" "$ARM_S")
@@ -121,7 +124,9 @@ arm() {
     set -- $rd
     printf '   %-20s %s   %9s %9s %9s  %6s\n' "$label" "$nri" "${1:--}" "${2:--}" "${3:--}" $(((cpu1 - cpu0) / 1000000))
 }
-NRI_ROUNDS=${NRI_ROUNDS:-100} HUGE_ROUNDS=${HUGE_ROUNDS:-2}
+NRI_ROUNDS=${NRI_ROUNDS:-100} HUGE_ROUNDS=${HUGE_ROUNDS:-2} RT=""
+# the runtime's side runs outside the cgroups (timeout: a process group of its own)
+t_cleanup '[ -n "$RT" ] && kill "$RT"'
 echo "== agent pod under load: $NCPU CPUs, a tenant pod requesting the rest of the node runs $THREADS busy loops; ms"
 echo "   NRI: $NRI_ROUNDS Kubernetes-like CreateContainer calls back to back, then $HUGE_ROUNDS of each worst request (4 MiB of"
 echo "   variables, of GPU names), slowest; LXCFS: meminfo, cpuinfo, stat read from the tenant every 20 ms"
