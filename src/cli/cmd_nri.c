@@ -29,7 +29,8 @@ int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
             printf("usage: resview nri [--socket PATH] [--hook PATH]\n"
                    "  run resview as an NRI plugin on the runtime's socket (default %s):\n"
                    "  every container created gets the variables and the LXCFS views' hook\n"
-                   "  (--hook: the hook's path, instead of hook.path)\n",
+                   "  (--hook: the hook's path, instead of hook.path); one instance per socket:\n"
+                   "  a second one exits at once, naming the first\n",
                    RV_NRI_SOCKET_DEFAULT);
             return 0;
         } else {
