@@ -110,7 +110,7 @@ arm() {
     wait $rt
     kill "$plugin" 2>/dev/null; wait "$plugin" 2>/dev/null
     # The CPU the agent's container gets when it wants it all (a call that
-    # costs C ms of CPU answers in about C*1000/granted ms): a busy loop there.
+    # costs C ms of CPU needs at least C*1000/granted ms): a busy loop there.
     in_cg "$AG/agent" sh -c 'while :; do :; done' & probe=$!
     sleep 0.1; cpu0=$(cut -d' ' -f1 "/proc/$probe/schedstat"); sleep 1
     cpu1=$(cut -d' ' -f1 "/proc/$probe/schedstat")
