@@ -114,6 +114,9 @@ same "node image: daemonset.yaml's image tag is the release" \
     "$(sed -n 's|^ *image: localhost/resview/node:||p' hooks/kubernetes/daemonset.yaml)" "$release"
 
 # --- 2. install N -------------------------------------------------------------
+walk() { find /usr /etc /var /run -xdev -name '*resview*' 2>/dev/null | LC_ALL=C sort; }
+before=$(walk)   # what other installs or tests left (install.sh's /usr/local, ...): said, not counted
+[ -z "$before" ] || sed 's/^/# there before the test: /' <<<"$before"
 # an operator's daemon.json, at docker's default file
 printf '{\n  "log-level": "warn"\n}\n' >$DOCKER_CFG
 cp $DOCKER_CFG "$T/daemon.json.operator"
@@ -186,8 +189,8 @@ same "apt-get purge: exit 0" "$rc" 0
 check "purge: daemon.json byte for byte the operator's" cmp $DOCKER_CFG "$T/daemon.json.operator"
 same "purge: dpkg -S finds nothing of resview" "$(dpkg -S resview 2>&1 | grep -v '^dpkg-query: no path found')" ""
 same "purge: dpkg knows no resview" "$(dpkg-query -W -f='${Status}' resview 2>/dev/null)" ""
-left=$(find /usr /etc /var /run -xdev -name '*resview*' 2>/dev/null | sort)
-same "purge: no file of resview under /usr /etc /var /run" "$left" ""
+same "purge: no file of resview under /usr /etc /var /run (but what was there before)" \
+    "$(LC_ALL=C comm -13 <(echo "$before") <(walk))" ""
 rm -f $DOCKER_CFG
 [ -e "$T/daemon.json.host" ] && cp -a "$T/daemon.json.host" $DOCKER_CFG
 
