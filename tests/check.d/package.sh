@@ -184,8 +184,17 @@ resview configure --engine docker >/dev/null 2>&1
 mkdir -p /run/resview/containers/pkgtest && echo 1 >/run/resview/containers/pkgtest/pid
 echo x >>/var/log/resview.log
 check "(configure kept a backup of daemon.json)" test -e $DOCKER_CFG.resview-backup
-out=$(apt_ purge resview 2>&1); rc=$?
-same "apt-get purge: exit 0" "$rc" 0
+# a user's FUSE file system that never answers, mounted in a directory the
+# user made in users/ (1733): the purge takes it off without looking into it
+mkdir -p /run/resview/users && chmod 1733 /run/resview/users && mkdir /run/resview/users/evil
+gcc -O2 -o "$T/fuse-hang" tests/lib/fuse-hang.c && "$T/fuse-hang" --hang all /run/resview/users/evil >"$T/hang.out" 2>&1 &
+HANG=$!
+for _ in $(seq 100); do grep -qs ready "$T/hang.out" && break; sleep 0.1; done
+same "(a hung FUSE mount in users/)" "$(grep -c ' /run/resview/users/evil ' /proc/self/mountinfo)" 1
+out=$(timeout 120 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
+kill $HANG 2>/dev/null; wait $HANG 2>/dev/null
+same "apt-get purge: exit 0 (not held by the user's hung FUSE)" "$rc" 0
+same "purge: the user's mount taken off" "$(grep -c ' /run/resview/' /proc/self/mountinfo)" 0
 check "purge: daemon.json byte for byte the operator's" cmp $DOCKER_CFG "$T/daemon.json.operator"
 same "purge: dpkg -S finds nothing of resview" "$(dpkg -S resview 2>&1 | grep -v '^dpkg-query: no path found')" ""
 same "purge: dpkg knows no resview" "$(dpkg-query -W -f='${Status}' resview 2>/dev/null)" ""
