@@ -52,6 +52,11 @@ done
 if grep -qs resview-node.tar "${needs[@]}"; then
     out=$(make -s --no-print-directory image 2>&1) || fail "make image: $(tail -n 3 <<<"$out")"
 fi
+# nor the Debian package (no musl, no go-md2man there): for a script that
+# installs $BUILD's resview_*.deb (59-package-systemd)
+if grep -qs 'resview_\*\.deb' "${needs[@]}"; then
+    out=$(make -s --no-print-directory deb 2>&1) || fail "make deb: $(tail -n 3 <<<"$out")"
+fi
 # what the guest cannot fetch itself (it has no network): the S3 server of the
 # s3fs test, cached where the host's own run puts it
 if grep -qs s3rver_start "${needs[@]}" && [ ! -x build/test-cache/s3rver/node_modules/.bin/s3rver ]; then
