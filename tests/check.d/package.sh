@@ -184,6 +184,9 @@ resview configure --engine docker >/dev/null 2>&1
 mkdir -p /run/resview/containers/pkgtest && echo 1 >/run/resview/containers/pkgtest/pid
 echo x >>/var/log/resview.log
 check "(configure kept a backup of daemon.json)" test -e $DOCKER_CFG.resview-backup
+# the operator edits daemon.json after configure: the removal takes resview's
+# entry only, keeps the edit, and says so
+jq '.debug = true' $DOCKER_CFG >"$T/dj" && cat "$T/dj" >$DOCKER_CFG
 # a user's FUSE file system that never answers, mounted in a directory the
 # user made in users/ (1733): the purge takes it off without looking into it
 mkdir -p /run/resview/users && chmod 1733 /run/resview/users && mkdir /run/resview/users/evil
@@ -195,7 +198,10 @@ out=$(timeout 120 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Time
 kill $HANG 2>/dev/null; wait $HANG 2>/dev/null
 same "apt-get purge: exit 0 (not held by the user's hung FUSE)" "$rc" 0
 same "purge: the user's mount taken off" "$(grep -c ' /run/resview/' /proc/self/mountinfo)" 0
-check "purge: daemon.json byte for byte the operator's" cmp $DOCKER_CFG "$T/daemon.json.operator"
+has "purge of an engine file edited after configure: resview's part taken out, said" "$out" \
+    "removed resview from \`$DOCKER_CFG\`"
+same "… the operator's edit kept, nothing of resview left in it" "$(jq -cS . $DOCKER_CFG)" \
+    "$(jq -cS '. + {debug: true}' "$T/daemon.json.operator")"
 same "purge: dpkg -S finds nothing of resview" "$(dpkg -S resview 2>&1 | grep -v '^dpkg-query: no path found')" ""
 same "purge: dpkg knows no resview" "$(dpkg-query -W -f='${Status}' resview 2>/dev/null)" ""
 same "purge: no file of resview under /usr /etc /var /run (but what was there before)" \
