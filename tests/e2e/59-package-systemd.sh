@@ -21,7 +21,12 @@ ID=pkg-$$
 t_cleanup "runc --root $T/runc-root delete -f $ID >/dev/null 2>&1"
 t_cleanup 'dpkg-query -W -f="\${Status}" resview 2>/dev/null | grep -q "installed\|config-files" && apt_ purge resview >/dev/null 2>&1'
 
-systemctl is-active -q lxcfs || systemctl start lxcfs
+# the node's own lxcfs.service (the guests mask the suite's services: the
+# other tests start their own LXCFS), put back as it was at the end
+if [ "$(systemctl is-enabled lxcfs 2>/dev/null)" = masked ]; then
+    systemctl unmask -q lxcfs && t_cleanup "systemctl stop lxcfs; systemctl mask -q lxcfs"
+fi
+systemctl is-active -q lxcfs || { systemctl start lxcfs && t_cleanup "systemctl stop lxcfs"; }
 t_eq "(the node's lxcfs.service runs)" "$(systemctl is-active lxcfs)" active
 out=$(apt_ install "$deb" 2>&1); rc=$?
 t_eq "apt install $(basename "$deb"): exit 0" "$rc" 0
