@@ -158,42 +158,56 @@ static size_t put_varint(uint8_t *o, uint64_t v)
     return n;
 }
 
+/* One field of [*p, end), *p moved past it: its key, and for a length-
+ * delimited one (wire type 2) its content [*data, *data + *len). -1 when it
+ * is malformed (groups too: protobuf-c has none). */
+static int next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
+                      uint64_t *len)
+{
+    uint64_t v;
+
+    *data = NULL;
+    *len = 0;
+    if (get_varint(p, end, key) < 0)
+        return -1;
+    switch (*key & 7) {
+    case 0:
+        return get_varint(p, end, &v);
+    case 1:
+    case 5:
+        if ((size_t)(end - *p) < ((*key & 7) == 1 ? 8u : 4u))
+            return -1;
+        *p += (*key & 7) == 1 ? 8 : 4;
+        return 0;
+    case 2:
+        if (get_varint(p, end, len) < 0 || *len > (uint64_t)(end - *p))
+            return -1;
+        *data = *p;
+        *p += *len;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 /* A map entry's key (field 1, the last one: protobuf's rule), as the C
  * string protobuf-c makes of it, its first 255 bytes (longer ones match no
  * name, only prefixes). -1 when the entry is malformed. */
 static int entry_key(const uint8_t *p, const uint8_t *end, char *key, size_t size)
 {
-    uint64_t k, v;
+    const uint8_t *data;
+    uint64_t k, len;
 
     key[0] = '\0';
     while (p < end) {
-        if (get_varint(&p, end, &k) < 0)
+        if (next_field(&p, end, &k, &data, &len) < 0)
             return -1;
-        switch (k & 7) {
-        case 0:
-            if (get_varint(&p, end, &v) < 0)
-                return -1;
-            break;
-        case 1:
-        case 5:
-            if ((size_t)(end - p) < ((k & 7) == 1 ? 8u : 4u))
-                return -1;
-            p += (k & 7) == 1 ? 8 : 4;
-            break;
-        case 2:
-            if (get_varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
-                return -1;
-            if (k >> 3 == 1) {
-                const uint8_t *nul = memchr(p, 0, v);
-                size_t n = nul ? (size_t)(nul - p) : v;
-                n = n < size - 1 ? n : size - 1;
-                memcpy(key, p, n);
-                key[n] = '\0';
-            }
-            p += v;
-            break;
-        default:
-            return -1;
+        if (k == (1 << 3 | 2)) {
+            const uint8_t *nul = memchr(data, 0, len);
+            size_t n = nul ? (size_t)(nul - data) : len;
+            n = n < size - 1 ? n : size - 1;
+            memcpy(key, data, n);
+            key[n] = '\0';
         }
     }
     return 0;
@@ -242,31 +256,11 @@ static long trim(struct read_vars *rv, enum trim_kind kind, const uint8_t *p, co
     uint8_t *o0 = o;
 
     while (p < end) {
-        const uint8_t *start = p, *data = NULL, *after_key;
-        uint64_t key, len = 0;
-        if (get_varint(&p, end, &key) < 0)
+        const uint8_t *start = p, *data, *after_key = p;
+        uint64_t key, len;
+        if (next_field(&p, end, &key, &data, &len) < 0)
             return -1;
-        after_key = p;
-        switch (key & 7) {
-        case 0:
-            if (get_varint(&p, end, &len) < 0)
-                return -1;
-            break;
-        case 1:
-        case 5:
-            if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
-                return -1;
-            p += (key & 7) == 1 ? 8 : 4;
-            break;
-        case 2:
-            if (get_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
-                return -1;
-            data = p;
-            p += len;
-            break;
-        default:
-            return -1;   /* groups: protobuf-c has none */
-        }
+        get_varint(&after_key, end, &key);   /* read once already: where its length starts */
         int act = trim_action(rv, kind, key >> 3, (unsigned)(key & 7), data, (size_t)len);
         if (act < 0)
             return -1;

@@ -146,6 +146,25 @@ static void test_wire(void)
 /* The last answer's status message. */
 static char status_msg[1024];
 
+/* Bytes that are no protobuf message: a length past their end. */
+static uint8_t junk[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3 };
+
+/* A CreateContainer call whose payload is junk (malloc'd, *len bytes). */
+static uint8_t *junk_call(size_t *len)
+{
+    Ttrpc__Request raw = TTRPC__REQUEST__INIT;
+    uint8_t *req;
+
+    raw.service = RV_NRI_SERVICE_PLUGIN;
+    raw.method = "CreateContainer";
+    raw.payload.data = junk;
+    raw.payload.len = sizeof(junk);
+    *len = ttrpc__request__get_packed_size(&raw);
+    if ((req = malloc(*len)))
+        ttrpc__request__pack(&raw, req);
+    return req;
+}
+
 /* The answer's status code (-1: no Response), and its payload unpacked as
  * a CreateContainerResponse when resp is given. */
 static int answer_of(struct rv_nri_plugin *p, uint8_t *req, size_t len, nri_create_resp **resp,
@@ -447,15 +466,7 @@ static void test_calls(void)
     nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
 
     /* malformed: the container is created unchanged */
-    uint8_t junk[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3 };
-    Ttrpc__Request raw = TTRPC__REQUEST__INIT;
-    raw.service = RV_NRI_SERVICE_PLUGIN;
-    raw.method = "CreateContainer";
-    raw.payload.data = junk;
-    raw.payload.len = sizeof(junk);
-    len = ttrpc__request__get_packed_size(&raw);
-    req = malloc(len);
-    ttrpc__request__pack(&raw, req);
+    req = junk_call(&len);
     unsigned long failed = p.failed;
     ok(answer_of(&p, req, len, &r, NULL) == 0 && r && !r->adjust && p.failed == failed + 1,
        "CreateContainer with a broken payload: OK, no adjustment, counted");
@@ -623,15 +634,7 @@ static void test_required_handlers(void)
     fixture(&f);
     ok(create(&p, &f, &r) == 0 && r && r->adjust && r->adjust->hooks, "lxcfs.required, the hook there: served");
     nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
-    uint8_t junk[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3 };
-    Ttrpc__Request raw = TTRPC__REQUEST__INIT;
-    raw.service = RV_NRI_SERVICE_PLUGIN;
-    raw.method = "CreateContainer";
-    raw.payload.data = junk;
-    raw.payload.len = sizeof(junk);
-    len = ttrpc__request__get_packed_size(&raw);
-    uint8_t *req = malloc(len);
-    ttrpc__request__pack(&raw, req);
+    uint8_t *req = junk_call(&len);
     ok(answer_of(&p, req, len, NULL, NULL) == 9 && strstr(status_msg, "lxcfs.required is true, but the views"),
        "lxcfs.required, a request that cannot be read: refused (%s)", status_msg);
     cfg.lxcfs_required = false;
