@@ -511,6 +511,7 @@ static void test_calls(void)
     no.status = NULL;
     len = ttrpc__response__pack(&no, buf);
     ok(rv_nri_register_result(buf, len, &err) == 0, "an answer without status is a yes");
+    rv_nri_sync_free(&p);   /* what Synchronize kept, as the end of a session frees it */
 }
 
 /* The worst requests NRI can carry answered as small ones are: only the
