@@ -65,6 +65,8 @@ struct rv_inject {
      * namespace owned by a user namespace of this uid (not ours), and the
      * process's root the recorded one (root_dev/root_ino, with rootfs ""). */
     ino_t want_mntns;
+    bool in_its_ns;                  /* we run in the container's own mount namespace (enroot's
+                                        hooks do): ours is not the host's */
     bool check_owner;
     uid_t owner;
     /* Look nothing up through a file system a user may control (a user's

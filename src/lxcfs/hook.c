@@ -451,6 +451,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     }
     job->req.pid = (pid_t)pid;
     job->req.replace_foreign = true;
+    job->req.in_its_ns = true;   /* enroot runs its hooks in the container's namespaces */
     /* The container is its mount namespace: under pyxis the process enroot
      * names (`sh -c 'kill -STOP $$'`) ends as soon as the job's tasks have
      * joined it; repair finds the namespace through them. */

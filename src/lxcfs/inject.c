@@ -400,14 +400,16 @@ static bool same_ns(const struct stat *ns, const char *path)
     return stat(path, &st) == 0 && st.st_dev == ns->st_dev && st.st_ino == ns->st_ino;
 }
 
-/* A container's namespace is not ours, nor the host's (a spec with no mount
- * namespace, a VM-based runtime's process on the host: a view there would
- * cover the host's own /proc). */
+/* A container's namespace is not ours (but where we run inside it: enroot's
+ * hooks), nor the host's, pid 1's where we may look at it (a spec with no
+ * mount namespace, a VM-based runtime's process on the host: a view there
+ * would cover the host's own /proc). */
 static int check_not_host(struct rv_inject *req, int nsfd)
 {
     struct stat ns;
 
-    if (fstat(nsfd, &ns) == 0 && !same_ns(&ns, "/proc/self/ns/mnt") && !same_ns(&ns, "/proc/1/ns/mnt"))
+    if (fstat(nsfd, &ns) == 0 && (req->in_its_ns || !same_ns(&ns, "/proc/self/ns/mnt")) &&
+        !same_ns(&ns, "/proc/1/ns/mnt"))
         return 0;
     req->host_ns = true;
     snprintf(req->error, sizeof(req->error), "process %d is in the host's mount namespace, not a "
