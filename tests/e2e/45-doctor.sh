@@ -51,6 +51,10 @@ t_contains "unparsable engine file: FAIL with the line" "$out" "line 3: untermin
 out=$("$CLI" doctor --engine=docker --config "$T/daemon.json" 2>&1); rc=$?
 t_contains "entry naming a missing runtime: FAIL" "$out" "runs \`/nonexistent/resview-runtime\`, which is missing"
 t_eq "entry naming a missing runtime: exit 1" "$rc" "1"
+# podman's and CRI-O's configure also installs the system's hooks.d file: taken
+# away at the end unless it was there before (later tests and runs see none)
+HOOKSD_FILE=/usr/share/containers/oci/hooks.d/resview-lxcfs.json
+[ -e "$HOOKSD_FILE" ] || t_cleanup "rm -f $HOOKSD_FILE"
 for e in containerd podman crio slurm; do
     "$CLI" configure --engine=$e --config "$T/$e.conf" --runtime-path "$RUNTIME" --slurm-version 23.02 >/dev/null 2>&1
     out=$("$CLI" doctor --engine=$e --config "$T/$e.conf" 2>&1)
