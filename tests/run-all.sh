@@ -9,12 +9,19 @@ tally() { # parse "...: N passed, N failed" from the last line of $1
     f=$(sed -n 's/.*: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p' <<<"$line")
     total_p=$((total_p + ${p:-0})); total_f=$((total_f + ${f:-1}))
 }
-out=$(tests/run-unit.sh "$@" 2>&1); echo "$out"; tally "$out"
+times=()
+stage() { # stage NAME CMD...: run, print, count, time
+    local name=$1 t0=$SECONDS; shift
+    out=$("$@" 2>&1); echo "$out"; tally "$out"
+    times+=("$name $((SECONDS - t0))s")
+}
+stage unit tests/run-unit.sh "$@"
 for extra in tests/check.d/*.sh; do
     [ -e "$extra" ] || continue
-    out=$(bash "$extra" 2>&1); echo "$out"; tally "$out"
+    stage "$(basename "$extra" .sh)" bash "$extra"
 done
-out=$(tests/run-e2e.sh 2>&1); echo "$out"; tally "$out"
+stage e2e tests/run-e2e.sh
 echo
+echo "time: ${times[*]} (all ${SECONDS}s)"
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]
