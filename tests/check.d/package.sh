@@ -12,7 +12,10 @@
 #     operator's daemon.json;
 #  3. the operator edits the conffile; upgrade to N+1: edit kept, engine file
 #     untouched; apt refuses the downgrade to N unless --allow-downgrades,
-#     which works (and keeps the edit);
+#     which works (and keeps the edit); N+2 (N+1 repacked with another
+#     example configuration) over the edit: without a tty dpkg's conffile
+#     prompt fails the install; with --force-confdef --force-confold the
+#     edit is kept and the release's file is config.json.dpkg-dist;
 #  4. a daemon.json configure cannot read back: remove refuses, one line, the
 #     package stays; fixed: remove takes resview out of docker (its bytes
 #     before configure, said so), the conffile stays; install again; purge:
@@ -160,6 +163,28 @@ same "… N+1 stays" "$(resview version 2>&1)" "resview $V1"
 out=$(apt_ install --no-install-recommends --allow-downgrades "$T/n.deb" 2>&1); rc=$?
 same "downgrade with --allow-downgrades: exit 0, version N" "$rc $(resview version 2>&1)" "0 resview $V"
 check "downgrade: the conffile edit kept" cmp /etc/resview/config.json "$T/edited"
+# N+2: a release whose example configuration changed (N+1 repacked), over the
+# operator's edit: unattended, as configuration management runs apt
+V2=$V.2
+dpkg-deb -R "$T/n1.deb" "$T/n2"
+sed -i "s/^Version: .*/Version: $V2/" "$T/n2/DEBIAN/control"
+jq '.log.level = "warn"' "$T/n2/etc/resview/config.json" >"$T/dist2" && cp "$T/dist2" "$T/n2/etc/resview/config.json"
+(cd "$T/n2" && find . -type f ! -path './DEBIAN/*' | sed 's|^\./||' | LC_ALL=C sort | xargs md5sum) >"$T/n2/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zxz --build "$T/n2" "$T/n2.deb" >/dev/null
+out=$(apt_ install --no-install-recommends "$T/n2.deb" </dev/null 2>&1); rc=$?
+check "N+2 changes the example configuration, N's was edited: with no tty and no --force-conf*, dpkg's prompt fails the install" \
+    test "$rc" -ne 0
+has "… saying why" "$out" "conffile prompt"
+check "… the operator's file untouched" cmp /etc/resview/config.json "$T/edited"
+CONF=(-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+out=$(apt_ "${CONF[@]}" install --no-install-recommends "$T/n2.deb" </dev/null 2>&1); rc=$?
+same "… with --force-confdef --force-confold (hooks/README.md \"The package\"): exit 0, N+2 installed" \
+    "$rc $(dpkg-query -W -f='${Version} ${Status}' resview)" "0 $V2 install ok installed"
+check "… the operator's file kept" cmp /etc/resview/config.json "$T/edited"
+check "… the release's beside it, config.json.dpkg-dist" cmp /etc/resview/config.json.dpkg-dist "$T/dist2"
+out=$(apt_ "${CONF[@]}" install --no-install-recommends --allow-downgrades "$T/n.deb" </dev/null 2>&1); rc=$?
+same "back to N the same way: exit 0, version N, the edit kept" \
+    "$rc $(resview version 2>&1) $(cmp /etc/resview/config.json "$T/edited" && echo kept)" "0 resview $V kept"
 
 # --- 4. remove, install again, purge --------------------------------------------
 # an operator's edit that broke the file: it names resview, configure cannot read it
