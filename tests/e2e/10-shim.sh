@@ -89,6 +89,10 @@ done
 # and on v2 attaches the container's device filter there, for the whole host:
 # not tried here; resview counts the root's limits, none)
 
+# What follows names no cgroup (variables a spec asks for, chaining, the
+# bundle's file): make check's guest stops here (tests/v2/suites.txt)
+in_v2_share && exit 0
+
 # a real Slurm job: no SLURM_* added
 rv_bundle "$T/b-slurm" "$Q15 | .process.env += [\"SLURM_JOB_ID=77\"]"
 out=$(run_shim runc slurm "$T/b-slurm")

@@ -33,6 +33,11 @@ pkgs=$(echo $pkgs $EXTRA)
 # docker.io; installs here take none), pivot_root(8) (util-linux-extra)
 NEWER="docker-cli util-linux-extra"
 stamp=$( (cat "$0" tests/v2/guest/*; echo "$SUITE $pkgs $NEWER") | sha256sum | cut -c1-16)
+# one build at a time: make check starts one early (tests/run-all.sh), and
+# tests/v2/run.sh's own call waits for it, then finds it up to date
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
 [ -f "$DIR/stamp" ] && [ "$(cat "$DIR/stamp")" = "$stamp" ] && [ -f "$DIR/root.img" ] && exit 0
 
 echo "v2: building the $SUITE guest image in $DIR (debootstrap from $MIRROR)" >&2
