@@ -10,7 +10,7 @@ tally() { # parse "...: N passed, N failed" from the last line of $1
     total_p=$((total_p + ${p:-0})); total_f=$((total_f + ${f:-1}))
 }
 # make check's guest image (tests/check.d/v2.sh) is built beside the first
-# stages: mostly downloads and dpkg, minutes that would else come after them
+# stages: mostly downloads and dpkg, minutes that would otherwise follow them
 if [ -e tests/check.d/v2.sh ] && [ "$(id -u)" = 0 ] && command -v qemu-system-x86_64 >/dev/null; then
     mkdir -p build/v2
     tests/v2/image.sh >build/v2/early-build.log 2>&1 &
