@@ -202,8 +202,10 @@ DATADIR  = $(PREFIX)/share/resview
 MANDIR   = $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 EXAMPLE  := hooks/debian/config.json
+ROTATE   := hooks/logrotate/resview
 install: all static man
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)/etc/resview
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)/etc/resview \
+	    $(DESTDIR)/etc/logrotate.d
 	install -m 0755 $(BUILD)/static/resview-runtime $(BUILD)/static/resview-hook $(BUILD)/resview \
 	    $(DESTDIR)$(BINDIR)/
 	install -m 0644 profiles/seccomp.json $(DESTDIR)$(DATADIR)/seccomp.json
@@ -215,15 +217,17 @@ install: all static man
 	install -m 0644 $(filter %.5,$(MAN_PAGES)) $(DESTDIR)$(MANDIR)/man5/
 	ln -sfn resview-runtime.8 $(DESTDIR)$(MANDIR)/man8/resview-runtime-fuse.8
 	[ -e $(DESTDIR)/etc/resview/config.json ] || install -m 0644 $(EXAMPLE) $(DESTDIR)/etc/resview/config.json
+	[ -e $(DESTDIR)/etc/logrotate.d/resview ] || install -m 0644 $(ROTATE) $(DESTDIR)/etc/logrotate.d/resview
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,resview-runtime resview-hook resview resview-runtime-fuse) \
 	    $(DESTDIR)$(DATADIR)/seccomp.json $(DESTDIR)$(UNITDIR)/resview-watch.service \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(filter %.8,$(MAN_PAGES))) resview-runtime-fuse.8) \
 	    $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(filter %.5,$(MAN_PAGES))))
-	if cmp -s $(EXAMPLE) $(DESTDIR)/etc/resview/config.json; then rm -f $(DESTDIR)/etc/resview/config.json; \
-	elif [ -e $(DESTDIR)/etc/resview/config.json ]; then \
-	    echo "make uninstall: kept $(DESTDIR)/etc/resview/config.json (changed since install)"; fi
+	for f in $(EXAMPLE):/etc/resview/config.json $(ROTATE):/etc/logrotate.d/resview; do \
+	    if cmp -s $${f%%:*} $(DESTDIR)$${f#*:}; then rm -f $(DESTDIR)$${f#*:}; \
+	    elif [ -e $(DESTDIR)$${f#*:} ]; then echo "make uninstall: kept $(DESTDIR)$${f#*:} (changed since install)"; fi; \
+	done
 	rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)/etc/resview 2>/dev/null || true
 
 # The Debian package, $(BUILD)/resview_VERSION_ARCH.deb (hooks/debian/build.sh;

@@ -33,6 +33,7 @@ struct rv_config {
     int n_runtimes;
     char log_file[PATH_MAX];
     enum rv_level log_level;
+    unsigned log_max_mib;         /* the log past this: renamed to FILE.old (log.c) */
     char hook_path[PATH_MAX];
     char hook_stage[16];          /* "prestart" | "createRuntime" */
     char lxcfs_root[PATH_MAX];

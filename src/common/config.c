@@ -73,6 +73,7 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->n_runtimes = 2;
     strcpy(cfg->log_file, "/var/log/resview.log");
     cfg->log_level = RV_INFO;
+    cfg->log_max_mib = 64;
     self_dir_file(cfg->hook_path, sizeof(cfg->hook_path), "resview-hook");
     strcpy(cfg->hook_stage, "prestart");
     strcpy(cfg->lxcfs_root, "/var/lib/lxcfs");
@@ -364,6 +365,8 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                     get_string(cfg, v2, "log.file", cfg->log_file, sizeof(cfg->log_file));
                 else if (strcmp(k2, "level") == 0)
                     get_enum(cfg, v2, "log.level", level_names, 4, (int *)&cfg->log_level);
+                else if (strcmp(k2, "max_mib") == 0)
+                    get_count(cfg, v2, "log.max_mib", 1 << 20, &cfg->log_max_mib);
                 else
                     warn(cfg, "log.%s: unknown key", k2);
             }

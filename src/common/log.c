@@ -14,11 +14,12 @@ static struct {
     char file[PATH_MAX];
     char own[PATH_MAX];         /* not root on the host: state_dir/resview.log (config.h) */
     enum rv_level level;
+    off_t max_bytes;            /* log.max_mib */
     char id[80];
     const char *runtime_log;
     bool runtime_json;
     bool stderr_fallback;
-} L = { "resview", "", "", RV_ERROR, "-", NULL, false, false };
+} L = { "resview", "", "", RV_ERROR, (off_t)64 << 20, "-", NULL, false, false };
 
 void rv_log_init(const char *binary, const struct rv_config *cfg)
 {
@@ -26,6 +27,7 @@ void rv_log_init(const char *binary, const struct rv_config *cfg)
     if (cfg) {
         snprintf(L.file, sizeof(L.file), "%s", cfg->log_file);
         L.level = cfg->log_level;
+        L.max_bytes = (off_t)cfg->log_max_mib << 20;
         L.own[0] = '\0';
         if (strcmp(cfg->state_dir, cfg->host_state_dir) != 0 &&
             rv_snprintf(L.own, sizeof(L.own), "%s/resview.log", cfg->state_dir) < 0)
@@ -53,6 +55,25 @@ void rv_log_stderr_fallback(void)
     L.stderr_fallback = true;
 }
 
+/* A log past log.max_mib becomes PATH.old (the one before it goes), so the
+ * log never holds more than twice that whatever rotates it or not: the
+ * backstop under logrotate (hooks/logrotate/resview), and the whole of it for
+ * users' own logs and nodes without logrotate. Every line opens the file, so
+ * a rename by either needs no signal and nothing keeps an old file open. Of
+ * writers that see the same full file, the first renames it; the others find
+ * PATH names another file by then and leave it. */
+static void cap_size(int fd, const char *path)
+{
+    struct stat fst, pst;
+    char old[PATH_MAX];
+
+    if (fstat(fd, &fst) < 0 || fst.st_size <= L.max_bytes || !S_ISREG(fst.st_mode) ||
+        rv_snprintf(old, sizeof(old), "%s.old", path) < 0)
+        return;
+    if (stat(path, &pst) == 0 && pst.st_dev == fst.st_dev && pst.st_ino == fst.st_ino)
+        (void)rename(path, old);
+}
+
 static bool append_line(const char *path, const char *line, size_t len)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
@@ -62,6 +83,8 @@ static bool append_line(const char *path, const char *line, size_t len)
         return false;
     /* one write per line: O_APPEND keeps concurrent writers' lines whole */
     ok = write(fd, line, len) == (ssize_t)len;
+    if (ok)
+        cap_size(fd, path);
     close(fd);
     return ok;
 }

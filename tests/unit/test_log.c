@@ -7,10 +7,79 @@
 #include "resview/log.h"
 #include "unit.h"
 
+#include "resview/config.h"
+
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char path[] = "/tmp/resview-unit-log.XXXXXX";
+
+static off_t size_of(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+/* log.max_mib: the log past it becomes FILE.old, the one before goes; four
+ * writers at once never leave a line half written nor the log past the cap
+ * by more than their lines. */
+static void size_cap(void)
+{
+    char dir[] = "/tmp/resview-unit-logcap.XXXXXX", old[300], line[1100];
+    struct rv_config cfg;
+    off_t prev = 0;
+    bool grew = true;
+    FILE *f;
+
+    if (!mkdtemp(dir))
+        abort();
+    rv_config_defaults(&cfg);
+    ok(cfg.log_max_mib == 64, "cap: 64 MiB by default");
+    snprintf(cfg.log_file, sizeof(cfg.log_file), "%s/resview.log", dir);
+    snprintf(old, sizeof(old), "%s.old", cfg.log_file);
+    cfg.log_max_mib = 1;
+    cfg.log_level = RV_INFO;
+    rv_log_init("unit", &cfg);
+    memset(line, 'x', 1000);
+    line[1000] = '\0';
+    for (int i = 0; i < 1100; i++) {   /* 1.1 MB: past the cap once */
+        rv_log(RV_INFO, "%s", line);
+        if (size_of(cfg.log_file) < prev)
+            grew = false;
+        prev = size_of(cfg.log_file);
+    }
+    ok(!grew, "cap: the log started again once past 1 MiB");
+    ok(size_of(old) > (1 << 20) && size_of(old) < (1 << 20) + 1100, "cap: FILE.old holds the log up to the cap (%lld)",
+       (long long)size_of(old));
+    ok(size_of(cfg.log_file) > 0 && size_of(cfg.log_file) < (1 << 20), "cap: the log goes on in a new file");
+
+    for (int w = 0; w < 4; w++)
+        if (fork() == 0) {
+            for (int i = 0; i < 3000; i++)
+                rv_log(RV_INFO, "%s", line);
+            _exit(0);
+        }
+    while (wait(NULL) > 0)
+        ;
+    ok(size_of(cfg.log_file) <= (1 << 20) + 4 * 1100 && size_of(old) <= (1 << 20) + 4 * 1100,
+       "cap: four writers at once, neither file past the cap by more than their lines (%lld, %lld)",
+       (long long)size_of(cfg.log_file), (long long)size_of(old));
+    f = fopen(old, "r");
+    bool whole = f != NULL;
+    char buf[2048];
+    while (f && fgets(buf, sizeof(buf), f))
+        if (strlen(buf) < 1000 || buf[strlen(buf) - 1] != '\n' || !strstr(buf, line))
+            whole = false;
+    if (f)
+        fclose(f);
+    ok(whole, "cap: every line of FILE.old whole");
+    unlink(cfg.log_file);
+    unlink(old);
+    rmdir(dir);
+    rv_log_init("unit", NULL);
+}
 
 /* The line written for msg, without the time field. */
 static const char *logged(const char *msg, bool json)
@@ -80,6 +149,7 @@ int main(void)
     JSON("l1\nl2\x7f", "\"l1\\\\x0al2\\\\x7f\"", "controls");
     JSON("\xe2\x80\xa8 caf\xc3\xa9", "\"\\\\xe2\\\\x80\\\\xa8 caf\\\\xc3\\\\xa9\"", "line separators and UTF-8 escaped");
 
+    size_cap();
     unlink(path);
     return unit_done();
 }
