@@ -196,12 +196,14 @@ void rv_owner_charge(struct rv_owner *o, long ms, bool timed_out, pid_t stuck, l
         if (piddir >= 0)
             close(piddir);
     }
-    /* a first timeout alone (no child left): remembered, not yet a back-off */
-    if (!stuck && (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
+    /* a first timeout alone (no child left; a container's, even with one):
+     * remembered, not yet a back-off */
+    if ((!stuck || o->stuck_alone_ok) &&
+        (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
         o->last_timeout = now;
         return;
     }
-    if (!stuck)
+    if (!stuck || o->stuck_alone_ok)
         o->last_timeout = now;
     if (now >= o->until) {
         long long span = RV_OWNER_BACKOFF_S;

@@ -20,7 +20,8 @@
  *   there, the user's records are skipped: no second child follows the first.
  * - level, until, last_timeout: a record of the user's that left a child
  *   stuck, or a second one that timed out within RV_OWNER_BACKOFF_S of the
- *   last (one alone may be a busy host), backs the user off, for
+ *   last (one alone may be a busy host), backs the user off (a container: a
+ *   second child stuck or timeout within RV_OWNER_BACKOFF_S), for
  *   RV_OWNER_BACKOFF_S doubled per level in a row (at most
  *   RV_OWNER_BACKOFF_MAX_S); a run without one ends the series.
  * - seen: when root first saw each record (its inode): a record that is still
@@ -54,6 +55,9 @@ struct rv_owner {
     char label[96];           /* what the log calls it ("user 1000's records") */
     pid_t of_pid;             /* a container's: a process of it (rv_owner_of); 0: a user's */
     unsigned long long of_start;
+    bool stuck_alone_ok;      /* a container's: a child left stuck counts as a timeout (none
+                                 follows while it lives; a second within RV_OWNER_BACKOFF_S
+                                 backs off), so that it is tried again once it answers */
     struct { pid_t pid; unsigned long long start; } stuck[RV_OWNER_STUCK_MAX];
     unsigned n_stuck;
     unsigned level;

@@ -360,8 +360,10 @@ static int inject_charged(struct repair_ctx *c, const char *what, bool is_id, in
     }
     snprintf(label, sizeof(label), "the views of %s", what);
     own = rv_owner_get_key(&t, c->req.key, label);
-    if (own)
+    if (own) {
+        own->stuck_alone_ok = true;
         rv_owner_of(own, c->req.pid, c->req.start_time);
+    }
     if (own && rv_owner_blocked(own, now, why, sizeof(why)) &&
         (!named || own->n_stuck >= RV_OWNER_STUCK_MAX)) {
         if (named) {
