@@ -149,7 +149,8 @@ int rv_owner_blocked(struct rv_owner *o, long long now, char *why, size_t size)
         return 1;
     }
     if (now < o->until) {
-        snprintf(why, size, "backing off for %lld s more (its records timed out)", o->until - now);
+        snprintf(why, size, "backing off for %lld s more (%s)", o->until - now,
+                 o->of_pid ? "it stalled again within 10 minutes" : "its records timed out");
         return 1;
     }
     if (o->spent_ms >= RV_OWNER_RUN_MS) {
