@@ -9,6 +9,12 @@
 #include "resview/config.h"
 
 #define RV_REPAIR_TIMEOUT_MS 2000   /* per container */
+#define RV_REPAIR_PASS_MS 10000      /* a pass that names no container (watch, the LXCFS
+                                        start-up repair, `resview repair`) and Synchronize's
+                                        give root's containers at most this much; the rest
+                                        wait for the next pass */
+#define RV_REPAIR_SLOW_MS 1000       /* a container whose repair took longer is charged as
+                                        one that timed out (owners.h) */
 #define RV_RECORD_GRACE_S 60         /* a record without views younger than this may
                                         belong to a create in progress */
 #define RV_USER_NOT_YET_S 600        /* a user's record whose process has not reached the
@@ -24,6 +30,11 @@ struct rv_repair_opts {
     int n_ids;
     int wait_ms;              /* wait up to this long for LXCFS to answer */
     bool no_users;            /* leave users' records alone (lxcfs.service start-up) */
+    bool named;               /* a person named ids: tried even when remembered as
+                                 stalling, waiting for another repair of the same
+                                 container, with no time for the pass. Else a
+                                 background pass (Synchronize's ids, watch): what
+                                 stalled is skipped, RV_REPAIR_PASS_MS in all */
 };
 
 struct rv_repair_stats {
@@ -38,6 +49,11 @@ struct rv_repair_stats {
     unsigned namespaces;      /* mount namespaces read in the --all scan */
     unsigned later;           /* users' records left for a later run (their owner's
                                  time, back-off, or the users' pass is over) */
+    unsigned stalled;         /* root's containers skipped: remembered as stalling
+                                 (a child still stuck in their file systems, or
+                                 backing off: state_dir/stalled/, owners.h) */
+    unsigned deferred;        /* root's containers left for the next pass: its time
+                                 was over, or another repair was on them */
 };
 
 /* Repair; per-container lines and failures go to out. -1 (err) only when

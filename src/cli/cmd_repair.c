@@ -11,7 +11,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: resview repair [--all] [--wait SECONDS] [--no-users] [ID...]\n"
                "  Put live LXCFS views back into running containers (after LXCFS died,\n"
-               "  restarted or started late). Without IDs: every container resview\n"
+               "  restarted or started late). IDs are tried even if they stalled before.\n"
+               "  Without IDs: every container resview\n"
                "  recorded, then those of users (rootless podman, enroot run by a user:\n"
                "  users/, outside the lock root's containers take); --all: also every\n"
                "  other mount namespace on the host with stale LXCFS views (but users'\n"
@@ -62,6 +63,7 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
         return 2;
     }
     o.ids = first_id ? argv + first_id : NULL;
+    o.named = o.n_ids > 0;   /* a person asked for these: tried even if they stalled before */
     if (rv_repair(cfg, &o, &st, stdout, &err) < 0) {
         rv_log(RV_ERROR, "repair: %s", err.msg);
         return 1;
@@ -74,8 +76,12 @@ int rv_cmd_repair(const struct rv_config *cfg, int argc, char **argv)
         printf(", %u not attached: LXCFS runs there", st.self_served);
     if (st.later)
         printf(", %u records of users left for a later run", st.later);
+    if (st.stalled)
+        printf(", %u stalled: skipped, remembered in %s/stalled", st.stalled, cfg->state_dir);
+    if (st.deferred)
+        printf(", %u left for the next pass", st.deferred);
     printf("%s", o.all ? ", " : ")\n");
     if (o.all)
         printf("%u mount namespaces read)\n", st.namespaces);
-    return st.failed ? 1 : 0;
+    return st.failed || st.stalled ? 1 : 0;
 }

@@ -115,8 +115,9 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
                 waiting = true;   /* try again shortly */
             } else {
                 rv_print_line(stdout, "%s LXCFS answers on `%s` (device %u:%u): scanned %u, "
-                       "repaired %u, failed %u, dropped %u", ts, cfg->lxcfs_root, major(lx.dev),
-                       minor(lx.dev), st.scanned, st.repaired, st.failed, st.dropped);
+                       "repaired %u, failed %u, dropped %u%s%.0u", ts, cfg->lxcfs_root, major(lx.dev),
+                       minor(lx.dev), st.scanned, st.repaired, st.failed, st.dropped,
+                       st.stalled ? ", stalled (skipped) " : "", st.stalled);
                 rv_log(RV_INFO, "watch: LXCFS back on `%s`: repaired %u, failed %u",
                        cfg->lxcfs_root, st.repaired, st.failed);
                 healed = lx.dev;

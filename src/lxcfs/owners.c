@@ -5,6 +5,7 @@
 #include "resview/log.h"
 #include "resview/proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,9 +15,9 @@
 
 #define OWNER_FILE_MAX (64u << 10)
 
-static int owners_dir(const struct rv_config *cfg, char *out, size_t size)
+static int owners_dir(const struct rv_owners *t, char *out, size_t size)
 {
-    return rv_snprintf(out, size, "%s/owners", cfg->state_dir);
+    return rv_snprintf(out, size, "%s/%s", t->cfg->state_dir, t->dir ? t->dir : "owners");
 }
 
 /* Start time of a live process that is still pid (0: gone or reused). */
@@ -33,7 +34,7 @@ static bool still_there(pid_t pid, unsigned long long start)
     return rv_parse_stat_start(buf, &have) == 0 && have == start;
 }
 
-static void load(const struct rv_config *cfg, struct rv_owner *o)
+static void load(const struct rv_owners *t, struct rv_owner *o)
 {
     char dir[PATH_MAX], name[32];
     cleanup_free char *text = NULL;
@@ -43,8 +44,8 @@ static void load(const struct rv_config *cfg, struct rv_owner *o)
     json_t *a, *e;
     size_t len, i;
 
-    snprintf(name, sizeof(name), "%u", (unsigned)o->uid);
-    if (owners_dir(cfg, dir, sizeof(dir)) < 0 ||
+    snprintf(name, sizeof(name), "%llu", o->key);
+    if (owners_dir(t, dir, sizeof(dir)) < 0 ||
         (dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
         rv_read_file_at(dfd, name, OWNER_FILE_MAX, &text, &len, NULL, &err) < 0 ||
         rv_json_parse(text, len, name, &doc, &err) < 0)
@@ -61,6 +62,11 @@ static void load(const struct rv_config *cfg, struct rv_owner *o)
         o->level = (unsigned)(json_integer_value(json_object_get(doc, "level")) & 0xff);
     o->until = json_integer_value(json_object_get(doc, "until"));
     o->last_timeout = json_integer_value(json_object_get(doc, "last_timeout"));
+    a = json_object_get(doc, "of");
+    if (json_integer_value(json_array_get(a, 0)) > 0 && json_integer_value(json_array_get(a, 0)) <= INT32_MAX) {
+        o->of_pid = (pid_t)json_integer_value(json_array_get(a, 0));
+        o->of_start = (unsigned long long)json_integer_value(json_array_get(a, 1));
+    }
     json_array_foreach((a = json_object_get(doc, "seen")), i, e) {
         json_int_t ino = json_integer_value(json_array_get(e, 0));
         json_int_t first = json_integer_value(json_array_get(e, 1));
@@ -71,10 +77,22 @@ static void load(const struct rv_config *cfg, struct rv_owner *o)
 
 struct rv_owner *rv_owner_get(struct rv_owners *t, uid_t uid)
 {
+    char label[96];
+    struct rv_owner *o;
+
+    snprintf(label, sizeof(label), "user %u's records", (unsigned)uid);
+    o = rv_owner_get_key(t, uid, label);
+    if (o)
+        o->uid = uid;
+    return o;
+}
+
+struct rv_owner *rv_owner_get_key(struct rv_owners *t, unsigned long long key, const char *label)
+{
     struct rv_owner **p, *o;
 
     for (size_t i = 0; i < t->n; i++)
-        if (t->o[i]->uid == uid)
+        if (t->o[i]->key == key)
             return t->o[i];
     p = realloc(t->o, (t->n + 1) * sizeof(*p));
     if (!p)
@@ -83,13 +101,15 @@ struct rv_owner *rv_owner_get(struct rv_owners *t, uid_t uid)
     o = calloc(1, sizeof(*o));
     if (!o)
         return NULL;
-    o->uid = uid;
-    load(t->cfg, o);
+    o->key = key;
+    snprintf(o->label, sizeof(o->label), "%s", label);
+    load(t, o);
     t->o[t->n++] = o;
     return o;
 }
 
-int rv_owner_blocked(struct rv_owner *o, long long now, char *why, size_t size)
+/* Children still stuck (those that ended are forgotten). */
+static unsigned stuck_alive(struct rv_owner *o)
 {
     unsigned alive = 0;
 
@@ -102,14 +122,35 @@ int rv_owner_blocked(struct rv_owner *o, long long now, char *why, size_t size)
             o->dirty = true;
         }
     }
+    return alive;
+}
+
+void rv_owner_of(struct rv_owner *o, pid_t pid, unsigned long long start)
+{
+    if (o->of_pid == pid && o->of_start == start)
+        return;
+    if (o->of_pid && !still_there(o->of_pid, o->of_start) && stuck_alive(o) == 0) {
+        o->level = 0;       /* another namespace's, with the same inode */
+        o->until = o->last_timeout = 0;
+    }
+    o->of_pid = pid;
+    o->of_start = start;
+    o->dirty = true;
+}
+
+int rv_owner_blocked(struct rv_owner *o, long long now, char *why, size_t size)
+{
+    unsigned alive = stuck_alive(o);
+
     if (alive) {
-        snprintf(why, size, "%u child%s of root's repair still stuck in this user's file "
+        snprintf(why, size, "%u child%s of root's repair still stuck in %s file "
                  "systems (pid %d): none follows", alive, alive == 1 ? "" : "ren",
-                 (int)o->stuck[0].pid);
+                 o->of_pid ? "its" : "this user's", (int)o->stuck[0].pid);
         return 1;
     }
     if (now < o->until) {
-        snprintf(why, size, "backing off for %lld s more (its records timed out)", o->until - now);
+        snprintf(why, size, "backing off for %lld s more (%s)", o->until - now,
+                 o->of_pid ? "it stalled again within 10 minutes" : "its records timed out");
         return 1;
     }
     if (o->spent_ms >= RV_OWNER_RUN_MS) {
@@ -156,12 +197,14 @@ void rv_owner_charge(struct rv_owner *o, long ms, bool timed_out, pid_t stuck, l
         if (piddir >= 0)
             close(piddir);
     }
-    /* a first timeout alone (no child left): remembered, not yet a back-off */
-    if (!stuck && (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
+    /* a first timeout alone (no child left; a container's, even with one):
+     * remembered, not yet a back-off */
+    if ((!stuck || o->stuck_alone_ok) &&
+        (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
         o->last_timeout = now;
         return;
     }
-    if (!stuck)
+    if (!stuck || o->stuck_alone_ok)
         o->last_timeout = now;
     if (now >= o->until) {
         long long span = RV_OWNER_BACKOFF_S;
@@ -172,12 +215,12 @@ void rv_owner_charge(struct rv_owner *o, long ms, bool timed_out, pid_t stuck, l
         o->until = now + span;
         if (o->level < 16)
             o->level++;
-        rv_log(RV_WARN, "repair: user %u's records back off for %lld s: one %s", (unsigned)o->uid,
-               span, stuck ? "left a child stuck" : "timed out");
+        rv_log(RV_WARN, "repair: %s back off for %lld s: one %s", o->label, span,
+               stuck ? "left a child stuck" : "timed out");
     }
 }
 
-static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, long long now)
+static void save_one(int dfd, struct rv_owner *o, long long now)
 {
     cleanup_json json_t *doc = NULL;
     cleanup_free char *text = NULL;
@@ -202,6 +245,14 @@ static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, l
     }
     if (!o->dirty)
         return;
+    snprintf(name, sizeof(name), "%llu", o->key);
+    /* a container's with nothing left to remember: no file */
+    if (o->of_pid && !o->n_stuck && !o->level && now >= o->until &&
+        (!o->last_timeout || now - o->last_timeout >= RV_OWNER_BACKOFF_S)) {
+        if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+            rv_log(RV_WARN, "repair: forget %s: %s", o->label, strerror(errno));
+        return;
+    }
     doc = json_object();
     stuck = json_array();
     seen = json_array();
@@ -220,12 +271,16 @@ static void save_one(const struct rv_config *cfg, int dfd, struct rv_owner *o, l
     json_object_set_new(doc, "level", json_integer(o->level));
     json_object_set_new(doc, "until", json_integer(o->until));
     json_object_set_new(doc, "last_timeout", json_integer(o->last_timeout));
-    json_object_set_new(doc, "seen", seen);
-    snprintf(name, sizeof(name), "%u", (unsigned)o->uid);
+    if (o->of_pid) {
+        json_decref(seen);
+        json_object_set_new(doc, "of", json_pack("[I,I]", (json_int_t)o->of_pid,
+                                                 (json_int_t)o->of_start));
+    } else {
+        json_object_set_new(doc, "seen", seen);
+    }
     if (rv_json_dump(doc, &text, &len, &err) < 0 ||
         rv_write_atomic_at(dfd, name, text, len, &own, RV_WRITE_SWEEP, &err) < 0)
-        rv_log(RV_WARN, "repair: remember user %u: %s", (unsigned)o->uid, err.msg);
-    (void)cfg;
+        rv_log(RV_WARN, "repair: remember %s: %s", o->label, err.msg);
 }
 
 void rv_owners_save(struct rv_owners *t)
@@ -236,7 +291,7 @@ void rv_owners_save(struct rv_owners *t)
 
     struct stat st;
 
-    if (t->n && owners_dir(t->cfg, dir, sizeof(dir)) >= 0 &&
+    if (t->n && owners_dir(t, dir, sizeof(dir)) >= 0 &&
         (mkdir(dir, 0700) == 0 || errno == EEXIST))
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     /* root's alone */
@@ -248,10 +303,37 @@ void rv_owners_save(struct rv_owners *t)
     }
     for (size_t i = 0; i < t->n; i++) {
         if (dfd >= 0)
-            save_one(t->cfg, dfd, t->o[i], now);
+            save_one(dfd, t->o[i], now);
         free(t->o[i]);
     }
     free(t->o);
     t->o = NULL;
     t->n = 0;
+}
+
+unsigned rv_owners_sweep(const struct rv_owners *t)
+{
+    char dir[PATH_MAX];
+    struct dirent *de;
+    DIR *d;
+    unsigned n = 0;
+
+    if (owners_dir(t, dir, sizeof(dir)) < 0 || !(d = opendir(dir)))
+        return 0;
+    while ((de = readdir(d))) {
+        struct rv_owner *o;
+        uint64_t key;
+        if (rv_parse_u64(de->d_name, &key) < 0 || !(o = calloc(1, sizeof(*o))))
+            continue;
+        o->key = key;
+        load(t, o);
+        /* a user's (no process named) is kept; a container's whose process
+         * is gone and whose children all ended is forgotten */
+        if (o->of_pid && !still_there(o->of_pid, o->of_start) && stuck_alive(o) == 0 &&
+            unlinkat(dirfd(d), de->d_name, 0) == 0)
+            n++;
+        free(o);
+    }
+    closedir(d);
+    return n;
 }

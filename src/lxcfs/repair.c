@@ -44,6 +44,14 @@ static bool seen_add(struct ns_seen *s, ino_t ino)
     return true;
 }
 
+static bool seen_has(const struct ns_seen *s, ino_t ino)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ino[i] == ino)
+            return true;
+    return false;
+}
+
 static ino_t ns_inode(pid_t pid)
 {
     char path[64];
@@ -64,7 +72,11 @@ struct repair_ctx {
     struct rv_inject req;     /* reused: large */
     dev_t keep[RV_KEEP_DEVS_MAX];
     unsigned n_keep;
-    int lockfd;
+    int lockfd;               /* repair.lock: a byte per container (container_lock) */
+    int stalled_dfd;          /* state_dir/stalled: what root's containers cost (owners.h) */
+    long pass_deadline;       /* rv_now_ms(): a background pass ends then (0: named) */
+    int phase;                /* 0: every record; 1: those not remembered; 2: the others */
+    unsigned postponed;       /* records phase 1 left to phase 2 */
     struct ns_pid { ino_t ns; pid_t pid; } *ns_map;   /* see ns_map_build() */
     size_t ns_map_n, ns_map_cap;
     bool ns_map_built;
@@ -176,7 +188,7 @@ static bool owned_by(pid_t pid, uid_t uid)
     return user >= 0 && ioctl(user, NS_GET_OWNER_UID, &owner) == 0 && owner == uid;
 }
 
-enum { LOCATED, NOT_YET, GONE, SELF };
+enum { LOCATED, NOT_YET, GONE, SELF, SKIPPED };
 
 /* Whether the LXCFS serving the views runs in pid's mount namespace (or we
  * cannot tell): then nothing is mounted there; said and counted (a user's
@@ -279,8 +291,123 @@ static bool req_from_record(struct repair_ctx *c, json_t *rec, bool with_rootfs)
     return true;
 }
 
+/* One repair of a container at a time, and none waits for another's: an
+ * OFD lock on repair.lock's byte at the container's key (its mount
+ * namespace's inode), never the whole file. Waits up to ms (0: not at all);
+ * false when not had. */
+static bool container_lock(struct repair_ctx *c, unsigned long long key, int ms)
+{
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)key, .l_len = 1 };
+    long deadline = rv_now_ms() + ms;
+
+    if (c->lockfd < 0 || key > INT64_MAX)
+        return true;   /* no lock file: as before there was one (a read-only state_dir) */
+    while (fcntl(c->lockfd, F_OFD_SETLK, &fl) < 0) {
+        struct timespec nap = { 0, 20 * 1000 * 1000 };
+        if (errno == EINTR)
+            continue;
+        if ((errno != EAGAIN && errno != EACCES) || rv_now_ms() >= deadline)
+            return errno != EAGAIN && errno != EACCES;   /* no OFD locks: unlocked */
+        nanosleep(&nap, NULL);
+    }
+    return true;
+}
+
+static void container_unlock(struct repair_ctx *c, unsigned long long key)
+{
+    struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = (off_t)key, .l_len = 1 };
+
+    if (c->lockfd >= 0 && key <= INT64_MAX)
+        fcntl(c->lockfd, F_OFD_SETLK, &fl);
+}
+
+/* Whether root remembers the container of this key (state_dir/stalled/KEY). */
+static bool remembered(const struct repair_ctx *c, unsigned long long key)
+{
+    char name[32];
+
+    snprintf(name, sizeof(name), "%llu", key);
+    return c->stalled_dfd >= 0 && key && faccessat(c->stalled_dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* rv_inject(&c->req) for one of root's containers (c->req.key set), as the
+ * users' pass does for a user's: under the container's own lock, skipped in
+ * a background pass while root remembers it stalling (a child of an earlier
+ * repair still stuck in its file systems, or a back-off: owners.h), and
+ * charged what it cost. A person who names it gets it tried again.
+ * SKIPPED (said, counted) or LOCATED (*r, err: rv_inject's). */
+static int inject_charged(struct repair_ctx *c, const char *what, bool is_id, int *r,
+                          struct rv_error *err)
+{
+    struct rv_owners t = { .cfg = c->cfg, .dir = "stalled" };
+    struct rv_owner *own;
+    char label[320], why[256];
+    long long now = time(NULL);
+    bool named = c->o->named;
+    long t0, spent;
+    bool slow;
+
+    if (!container_lock(c, c->req.key, named ? RV_REPAIR_TIMEOUT_MS + 1000 : 0)) {
+        if (named) {
+            c->st->failed++;
+            rv_print_line(c->out, "failed   %s: another repair has been on it for over %d ms", what,
+                          RV_REPAIR_TIMEOUT_MS + 1000);
+        } else {
+            c->st->deferred++;
+            rv_print_line(c->out, "later    %s: another repair is on it", what);
+        }
+        return SKIPPED;
+    }
+    snprintf(label, sizeof(label), "the views of %s", what);
+    own = rv_owner_get_key(&t, c->req.key, label);
+    if (own) {
+        own->stuck_alone_ok = true;
+        rv_owner_of(own, c->req.pid, c->req.start_time);
+    }
+    if (own && rv_owner_blocked(own, now, why, sizeof(why)) &&
+        (!named || own->n_stuck >= RV_OWNER_STUCK_MAX)) {
+        if (named) {
+            c->st->failed++;
+            rv_print_line(c->out, "failed   %s: not tried: %s", what, why);
+        } else {
+            c->st->stalled++;
+            rv_print_line(c->out, "stalled  %s: %s%s%s%s", what, why,
+                          is_id ? "; `resview repair " : "", is_id ? what : "", is_id ? "` tries it now" : "");
+        }
+        rv_log(RV_WARN, "repair %s: skipped: %s", what, why);
+        rv_owners_save(&t);
+        container_unlock(c, c->req.key);
+        return SKIPPED;
+    }
+    t0 = rv_now_ms();
+    *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);
+    spent = rv_now_ms() - t0;
+    slow = (*r < 0 && (err->errnum == ETIMEDOUT || err->errnum == EBUSY)) || spent >= RV_REPAIR_SLOW_MS;
+    if (own) {
+        rv_owner_charge(own, spent, slow, *r < 0 ? rv_bounded_left_behind() : 0, now);
+        if (!slow && !own->n_stuck) {
+            own->level = 0;   /* it answers: forgotten */
+            own->until = own->last_timeout = 0;
+            own->dirty = true;
+        }
+    }
+    rv_owners_save(&t);   /* before the lock goes: the next repair reads it */
+    container_unlock(c, c->req.key);
+    return LOCATED;
+}
+
+/* Whether a background pass has spent its time: the container is left for
+ * the next one (counted; said once at the end). */
+static bool out_of_time(struct repair_ctx *c)
+{
+    if (!c->pass_deadline || rv_now_ms() < c->pass_deadline)
+        return false;
+    c->st->deferred++;
+    return true;
+}
+
 /* Locate and inject c->req: LOCATED (done and reported, unless refused),
- * NOT_YET (nothing done), GONE. */
+ * NOT_YET (nothing done), GONE, SELF, SKIPPED (root's: said). */
 static int attach(struct repair_ctx *c, const char *what, struct rv_error *err, int *r)
 {
     if (c->req.want_mntns) {
@@ -291,7 +418,12 @@ static int attach(struct repair_ctx *c, const char *what, struct rv_error *err, 
     if (self_served(c, what))
         return SELF;
     c->req.key = c->req.want_mntns ? c->req.want_mntns : ns_inode(c->req.pid);
-    *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);
+    if (c->req.check_owner) {
+        *r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, err);   /* charged to its owner */
+    } else if (inject_charged(c, what, true, r, err) == SKIPPED) {
+        seen_add(&c->seen, c->req.key);
+        return SKIPPED;
+    }
     if (!c->req.refused)
         seen_add(&c->seen, c->req.key);   /* --all need not look at it again */
     if (c->req.gone)
@@ -357,6 +489,8 @@ static int repair_record(const char *id, void *arg)
     int r = 0;
 
     if (rv_state_read_ref(c->cfg, id, RV_VIEWS_FILE, &rec, &ref, &err) < 0) {
+        if (c->phase == 2)
+            return 0;
         if (errno == ENOENT) {
             env_only(c, id);
             if (c->o->n_ids == 0 || rv_state_exists(c->cfg, id))
@@ -367,14 +501,32 @@ static int repair_record(const char *id, void *arg)
         return 0;
     }
     if (!req_from_record(c, rec, true)) {
-        c->st->failed++;
-        rv_print_line(c->out, "failed   %s: malformed record", id);
+        if (c->phase != 2) {
+            c->st->failed++;
+            rv_print_line(c->out, "failed   %s: malformed record", id);
+        }
+        rv_state_ref_close(&ref);
+        return 0;
+    }
+    /* a background pass: containers root remembers stalling after all the
+     * others, and none once the pass's time is spent */
+    if (c->phase) {
+        unsigned long long key = c->req.want_mntns ? c->req.want_mntns : ns_inode(c->req.pid);
+        bool later = remembered(c, key);
+        if ((c->phase == 1 && later) || (c->phase == 2 && (!later || seen_has(&c->seen, key)))) {
+            c->postponed += c->phase == 1;
+            rv_state_ref_close(&ref);
+            return 0;
+        }
+    }
+    if (out_of_time(c)) {
         rv_state_ref_close(&ref);
         return 0;
     }
     switch (attach(c, id, &err, &r)) {
     case NOT_YET:
     case SELF:
+    case SKIPPED:
         rv_state_ref_close(&ref);
         return 0;
     case GONE: {
@@ -567,10 +719,9 @@ static void scan_namespace(struct repair_ctx *c, pid_t pid, int piddir, ino_t ns
     if (c->req.n == 0)
         return;
     snprintf(what, sizeof(what), "namespace of pid %d", (int)pid);
-    if (self_served(c, what))
+    if (self_served(c, what) || out_of_time(c) || inject_charged(c, what, false, &r, &err) == SKIPPED)
         return;
     c->st->scanned++;
-    r = rv_inject(&c->req, RV_REPAIR_TIMEOUT_MS, &err);
     if (c->req.gone)
         return;
     report(c, what, r, &err);
@@ -600,6 +751,18 @@ static void scan_all(struct repair_ctx *c)
         close(piddir);
     }
     closedir(d);
+}
+
+/* state_dir/repair.lock, opened (never flocked as a whole: container_lock). */
+static int repair_lock_open(const struct rv_config *cfg)
+{
+    char lock[PATH_MAX];
+    struct rv_error e2;
+
+    if (rv_snprintf(lock, sizeof(lock), "%s/repair.lock", cfg->state_dir) < 0 ||
+        rv_mkdir_p(cfg->state_dir, 0711, &e2) < 0)
+        return -1;
+    return open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 }
 
 /* flock state_dir/name: wait up to ms (-1: for as long as it takes); the
@@ -645,7 +808,7 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         if (rv_state_users_prepare(cfg, &e2) < 0)
             rv_log(RV_WARN, "repair: %s", e2.msg);
     }
-    c->lockfd = -1;
+    c->lockfd = c->stalled_dfd = -1;
     c->cfg = cfg;
     c->o = o;
     c->st = st;
@@ -663,27 +826,53 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
         return rv_fail(err, 0, "LXCFS is not answering: %s", c->lx.why);
     }
     rv_lxcfs_servers_find(cfg->lxcfs_root, c->lx.dev, true, &c->servers);
-    /* root's containers: one repair at a time (watch, the lxcfs.service
-     * drop-in, a person) */
+    /* Root's containers (watch, the lxcfs.service drop-in, Synchronize, a
+     * person at once): one repair of each container at a time, under its own
+     * lock; nothing shared is held while a container's file systems may make
+     * us wait. A background pass has RV_REPAIR_PASS_MS, the containers root
+     * remembers stalling last. */
     {
-        c->lockfd = lock_wait(cfg, "repair.lock", -1);
-        if (o->n_ids > 0) {
-            for (int i = 0; i < o->n_ids; i++) {
-                if (!rv_safe_name(o->ids[i])) {
-                    st->failed++;
-                    rv_print_line(out, "failed   %s: not a container id", o->ids[i]);
-                    continue;
+        char dir[PATH_MAX];
+        c->lockfd = repair_lock_open(cfg);
+        c->stalled_dfd = rv_snprintf(dir, sizeof(dir), "%s/stalled", cfg->state_dir) < 0 ? -1 :
+                         open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (!o->named) {
+            c->pass_deadline = rv_now_ms() + RV_REPAIR_PASS_MS;
+            c->phase = 1;
+        }
+        for (;;) {
+            if (o->n_ids > 0) {
+                for (int i = 0; i < o->n_ids; i++) {
+                    if (!rv_safe_name(o->ids[i])) {
+                        if (c->phase < 2) {
+                            st->failed++;
+                            rv_print_line(out, "failed   %s: not a container id", o->ids[i]);
+                        }
+                        continue;
+                    }
+                    repair_record(o->ids[i], c);
                 }
-                repair_record(o->ids[i], c);
+            } else {
+                rv_state_foreach(cfg, repair_record, c);
             }
-        } else {
-            rv_state_foreach(cfg, repair_record, c);
+            if (c->phase != 1 || !c->postponed)
+                break;
+            c->phase = 2;
         }
         if (o->all)
             scan_all(c);
+        if (st->deferred)
+            rv_print_line(out, "later    %u container%s: %s", st->deferred, st->deferred == 1 ? "" : "s",
+                          "left for the next pass (its time was over, or another repair was on them)");
+        if (!o->named) {
+            struct rv_owners t = { .cfg = cfg, .dir = "stalled" };
+            rv_owners_sweep(&t);   /* containers that are gone */
+        }
+        if (c->stalled_dfd >= 0)
+            close(c->stalled_dfd);
         if (c->lockfd >= 0)
-            close(c->lockfd);   /* releases the lock */
-        c->lockfd = -1;
+            close(c->lockfd);
+        c->lockfd = c->stalled_dfd = -1;
     }
     /* Users' records after it, outside repair.lock: what a user can make
      * root wait for never delays root's containers. Under a lock of their

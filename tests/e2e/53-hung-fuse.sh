@@ -8,8 +8,12 @@
 #     child must not hold the hook's stdout/stderr), nor repair, nor watch;
 #  2. as a tenant's own FUSE mount over one of its views, never answering
 #     STATFS: repair and watch go on for every other container, a killed
-#     repair leaves no lock behind, watch leaves one stuck child per
-#     namespace, not one per sweep.
+#     repair leaves no lock behind; the container is remembered as stalling
+#     (state_dir/stalled): background passes (watch) skip it and name it, an
+#     operator who names it gets it tried again;
+#  3. several such containers beside an operator's repair of a plain one: the
+#     operator does not wait behind them; each costs its bound once, later
+#     passes skip them until they answer; the node still serves the others.
 # Every `timeout $BOUND` below only detects a hang; nothing asserts how fast.
 source "$(dirname "$0")/../lib/common.sh"
 BOUND=${HANG_BOUND:-120}
@@ -105,24 +109,34 @@ t_eq "tenant: repair returns, exit 1 (one container failed)" "$rc" "1"
 t_contains "tenant: the neighbours were repaired" "$(cat "$T/out")" "repaired 2, failed 1"
 t_contains "tenant: its container failed, saying why" "$(grep "^failed   evil-$$" "$T/out")" "timed out"
 t_eq "tenant: the neighbour reads its limit again" "$(mem_inside good-$$)" "524288"
+evil_ns=$(stat -L -c %i "/proc/$(pid_of evil-$$)/ns/mnt")
+t_ok "tenant: the stall is remembered (state_dir/stalled/<its namespace>), root's alone" \
+    test "$(stat -c '%u %a' "$T/state/stalled/$evil_ns")" = "0 600"
+RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?
+t_eq "tenant: the next pass skips it, exit 1" "$rc" "1"
+t_contains "tenant: ... naming it and why" "$(grep "^stalled  evil-$$" "$T/out")" "still stuck in its file systems"
+t_contains "tenant: ... and the summary says so" "$(tail -1 "$T/out")" "1 stalled: skipped"
 
 # A repair killed while its child is stuck must not keep the repair lock.
 kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
 lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
 RESVIEW_CONFIG=$T/config.json "$CLI" repair evil-$$ >/dev/null 2>&1 & RP=$!
 waiting() { test "$(fuse_waiting $RP)" -ge 1; }
-t_ok "tenant: repair's child waits for the tenant's daemon" wait_for 30 waiting
+t_ok "tenant: named by the operator, it is tried again: repair's child waits for the tenant's daemon" wait_for 30 waiting
 kill -9 $RP; wait $RP 2>/dev/null
 RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair good-$$ good2-$$ >"$T/out" 2>&1; rc=$?
 t_eq "tenant: after kill -9 of that repair, the next one gets the lock, exit 0" "$rc" "0"
 t_contains "tenant: ... and repairs" "$(cat "$T/out")" "repaired 2, failed 0"
 
-# watch: sweeps every second go on; the namespace that hung is skipped while
-# its child is stuck, so stuck children do not pile up.
+# watch: sweeps every second go on; the namespace that hung is remembered as
+# stalling (its children of earlier repairs are still stuck): watch skips it
+# and leaves no child of its own stuck.
 RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
 t_cleanup "kill $WATCH"
-wait_for 30 test "$(grep -c 'sweep:\|LXCFS answers' "$T/watch.out")" -ge 4
-t_eq "tenant: watch sweeps and keeps one stuck child, not one per sweep" "$(d_children $WATCH)" "1"
+wait_for 30 test "$(grep -c 'sweep:\|LXCFS answers' "$T/watch.out")" -ge 1
+sleep 3
+t_eq "tenant: watch sweeps, skips it and leaves no child stuck of its own" "$(d_children $WATCH)" "0"
+t_contains "tenant: ... said" "$(grep 'LXCFS answers' "$T/watch.out")" "stalled (skipped) 1"
 kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
 lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
 healed() { [ "$(mem_inside good-$$)" = 524288 ] && [ "$(mem_inside good2-$$)" = 524288 ]; }
@@ -130,8 +144,56 @@ t_ok "tenant: watch still heals the neighbours after another LXCFS restart" wait
 t_ok "tenant: watch is still running" kill -0 $WATCH
 kill $WATCH; wait $WATCH
 
+# 3. Three more containers of the tenant stall the same way (one of them will
+#    answer later: --release), beside an operator's repair of a plain one.
+NS=3
+for i in $(seq 1 $NS); do
+    start_bg st$i-$$ || { echo "not ok - start st$i-$$"; exit 1; }
+    hang_daemon ST$i --file --hang statfs --release --enter "$(pid_of st$i-$$)" /proc/meminfo
+done
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+# a background pass (as watch's, Synchronize's): on the stalling ones first
+# (evil is remembered and left to the end; the new ones are not yet)
+RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/bg.out" 2>&1 & BG=$!
+waiting_bg() { test "$(fuse_waiting $BG)" -ge 1; }
+t_ok "several: the background pass waits on a stalling container" wait_for 30 waiting_bg
+t0=$(date +%s%N)
+RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair good-$$ >"$T/op.out" 2>&1; rc=$?
+op_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill -0 $BG 2>/dev/null; bg_on=$?
+echo "# an operator's repair of a plain container beside a pass over $NS stalling ones: $op_ms ms"
+t_eq "several: the operator's repair of a plain container: exit 0, nothing failed" "$rc $(grep -c "^failed" "$T/op.out")" "0 0"
+t_eq "several: ... while the background pass is still on the stalling ones (not behind them)" "$bg_on" "0"
+t0=$(date +%s%N); wait $BG; rc=$?; bg_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+t_eq "several: the background pass: exit 1, each stalling one failed once (timed out), evil skipped" \
+    "$rc $(grep -c "^failed   st[0-9]-$$: .*timed out" "$T/bg.out") $(grep -c "^stalled  evil-$$" "$T/bg.out")" "1 $NS 1"
+t0=$(date +%s%N)
+RESVIEW_CONFIG=$T/config.json timeout $BOUND "$CLI" repair >"$T/out" 2>&1; rc=$?
+again_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "# the next background pass: $again_ms ms (the first: $bg_ms ms after the operator's ended)"
+t_eq "several: the next pass pays for none of them: each skipped and named" \
+    "$rc $(grep -c "^stalled  \(st[0-9]\|evil\)-$$: " "$T/out") $(grep -c '^failed' "$T/out")" "1 $((NS + 1)) 0"
+t_ok "several: ... at once (under one container's bound, ${again_ms} ms)" test "$again_ms" -lt 2000
+# one answers (its held STATFS and all later requests): its stuck child ends,
+# and the next pass tries it again
+kill -USR1 "$ST1_PID"
+st1_answers() { RESVIEW_CONFIG=$T/config.json "$CLI" repair >"$T/out" 2>&1; grep -q "^repaired st1-$$" "$T/out"; }
+t_ok "several: the one that answers is tried again by a background pass, and repaired" wait_for 30 st1_answers
+t_eq "several: ... its memory gone" "$(ls "$T/state/stalled" | grep -c "^$(stat -L -c %i "/proc/$(pid_of st1-$$)/ns/mnt")$")" "0"
+t_eq "several: the node still serves the others: the neighbours read their limit" "$(mem_inside good-$$) $(mem_inside good2-$$)" "524288 524288"
+start_bg new-$$ && t_eq "several: ... and a new container starts and reads its limit" "$(mem_inside new-$$)" "524288"
+runc --root "$T/runc-root" delete -f "new-$$" >/dev/null 2>&1
+# a container that is gone: its memory goes with it (the next pass)
+kill "$ST2_PID"; wait "$ST2_PID" 2>/dev/null
+st2_ns=$(stat -L -c %i "/proc/$(pid_of st2-$$)/ns/mnt")
+runc --root "$T/runc-root" delete -f "st2-$$"
+forgot() { RESVIEW_CONFIG=$T/config.json "$CLI" repair >/dev/null 2>&1; test ! -e "$T/state/stalled/$st2_ns"; }
+t_ok "several: a container that is gone: its memory goes at a later pass" wait_for 30 forgot
+
 # The tenant's daemon gone, the stuck children end.
+for i in 1 3; do kill "$(eval echo \$ST${i}_PID)" 2>/dev/null; done
 kill "$EVIL_PID"; wait "$EVIL_PID" 2>/dev/null
 gone() { ! ps -eo stat=,args= | grep -F -- "$CLI" | grep -q "^D"; }
 t_ok "tenant: its daemon gone, no resview process is left in D state" wait_for 30 gone
-for id in evil-$$ good-$$ good2-$$; do runc --root "$T/runc-root" delete -f "$id"; done
+for id in evil-$$ good-$$ good2-$$ st1-$$ st3-$$; do runc --root "$T/runc-root" delete -f "$id"; done

@@ -1,10 +1,13 @@
 /* test_owners.c - root's memory of the users whose records repair acts on:
  * a child left stuck blocks the user while it lives, a timeout backs the user
  * off (doubling in a row), the per-run time, first-seen times kept by root
- * (only of records still there), all of it across runs (a file per user). */
+ * (only of records still there), all of it across runs (a file per user);
+ * the same memory of a container (stalled/<inode>): a first child stuck
+ * skips it while it lives, a second backs it off, a process gone forgets it. */
 #define _GNU_SOURCE
 #include "lxcfs/owners.h"
 #include "resview/config.h"
+#include "resview/proc.h"
 #include "unit.h"
 
 #include <signal.h>
@@ -104,6 +107,84 @@ int main(void)
     waitpid(child, NULL, 0);
     ok(rv_owner_blocked(o, now, why, sizeof(why)) == 0, "the child ended: not blocked by it");
     rv_owners_save(&t);
+
+    /* a container's memory (repair.c): state_dir/stalled/<namespace inode> */
+    {
+        struct rv_owners ct = { .cfg = &cfg, .dir = "stalled" };
+        pid_t gone;
+        unsigned long long me_start = 0;
+        char stat_buf[1024], *paren;
+        FILE *f = fopen("/proc/self/stat", "r");
+
+        if (f && fgets(stat_buf, sizeof(stat_buf), f) && (paren = strrchr(stat_buf, ')')))
+            rv_parse_stat_start(stat_buf, &me_start);
+        if (f)
+            fclose(f);
+        o = rv_owner_get_key(&ct, 4026532999ull, "the views of c1");
+        o->stuck_alone_ok = true;
+        rv_owner_of(o, getpid(), me_start);
+        child = fork();
+        if (child == 0) {
+            pause();
+            _exit(0);
+        }
+        rv_owner_charge(o, 2200, true, child, now);
+        ok(o->level == 0 && o->until == 0 && rv_owner_blocked(o, now, why, sizeof(why)) == 1 &&
+           strstr(why, "still stuck in its file systems"),
+           "a container's first child left stuck: skipped while it lives, no back-off (%s)", why);
+        rv_owners_save(&ct);
+        snprintf(path, sizeof(path), "%s/stalled/4026532999", dir);
+        ok(stat(path, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0600,
+           "remembered in stalled/<inode>, root's, 0600");
+        ok(rv_owners_sweep(&ct) == 0 && stat(path, &st) == 0, "its process lives: the sweep keeps it");
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        o = rv_owner_get_key(&ct, 4026532999ull, "the views of c1");
+        o->stuck_alone_ok = true;
+        rv_owner_of(o, getpid(), me_start);
+        ok(o->of_pid == getpid() && rv_owner_blocked(o, now, why, sizeof(why)) == 0,
+           "the child ended (it answered): tried again");
+        child = fork();
+        if (child == 0) {
+            pause();
+            _exit(0);
+        }
+        rv_owner_charge(o, 2200, true, child, now + 10);
+        ok(o->level == 1 && o->until == now + 10 + RV_OWNER_BACKOFF_S,
+           "a second stall within %d s: backed off", RV_OWNER_BACKOFF_S);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        ok(rv_owner_blocked(o, now + 11, why, sizeof(why)) == 1 && strstr(why, "backing off"),
+           "... even once that child ended (%s)", why);
+        rv_owners_save(&ct);
+
+        /* a namespace inode used again by another container: the memory of
+         * a process that is gone, with no child stuck, is forgotten */
+        gone = fork();
+        if (gone == 0)
+            _exit(0);
+        waitpid(gone, NULL, 0);
+        o = rv_owner_get_key(&ct, 4026532999ull, "the views of c2");
+        ok(o && o->level == 1, "loaded again: backed off");
+        rv_owner_of(o, gone, 12345);   /* the file now names a process that is gone */
+        rv_owner_of(o, getpid(), me_start);
+        ok(o->level == 0 && o->until == 0 && o->last_timeout == 0 &&
+           rv_owner_blocked(o, now + 11, why, sizeof(why)) == 0,
+           "another process in a namespace of that inode, the first gone: forgotten");
+        /* nothing left to remember: no file */
+        rv_owners_save(&ct);
+        ok(stat(path, &st) < 0, "nothing to remember: the file is removed");
+
+        /* a container that is gone: swept */
+        o = rv_owner_get_key(&ct, 4026533000ull, "the views of c3");
+        o->stuck_alone_ok = true;
+        rv_owner_of(o, gone, 12345);
+        rv_owner_charge(o, 2000, true, 0, now);
+        rv_owners_save(&ct);
+        snprintf(path, sizeof(path), "%s/stalled/4026533000", dir);
+        ok(stat(path, &st) == 0, "a timeout: remembered");
+        ok(rv_owners_sweep(&ct) == 1 && stat(path, &st) < 0, "its process gone, no child stuck: swept");
+    }
 
     snprintf(path, sizeof(path), "rm -rf '%s'", dir);
     if (system(path) != 0)
