@@ -86,7 +86,9 @@ struct rv_metric_inc {
  * -1 not (no file, not ours, not writable): callers ignore it. */
 int rv_metrics_addv(const char *dir, const struct rv_metric_inc *v, unsigned n);
 int rv_metrics_add(const char *dir, enum rv_metric slot);
-/* Set a gauge slot (RV_M_NRI_PID) to value when it holds expect. */
+/* Set a gauge slot (RV_M_NRI_PID) to value when it holds expect (any value:
+ * RV_METRICS_ANY). */
+#define RV_METRICS_ANY UINT64_MAX
 int rv_metrics_swap(const char *dir, enum rv_metric slot, uint64_t expect, uint64_t value);
 /* One NRI call of ns nanoseconds: the bucket, the sum, over budget. */
 void rv_metrics_nri_call(const char *dir, uint64_t ns);

@@ -177,8 +177,13 @@ int rv_metrics_swap(const char *dir, enum rv_metric slot, uint64_t expect, uint6
     if (!p)
         return -1;
     slots = (uint64_t *)p + HEADER_WORDS;
-    r = __atomic_compare_exchange_n(&slots[slot], &expect, value, false, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED) ? 0 : -1;
+    if (expect == RV_METRICS_ANY) {
+        __atomic_store_n(&slots[slot], value, __ATOMIC_RELAXED);
+        r = 0;
+    } else {
+        r = __atomic_compare_exchange_n(&slots[slot], &expect, value, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED) ? 0 : -1;
+    }
     munmap(p, RV_METRICS_FILE_SIZE);
     return r;
 }
