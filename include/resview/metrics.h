@@ -130,7 +130,8 @@ struct rv_metrics_view {
 };
 int rv_metrics_render(const struct rv_metrics_view *v, char *buf, size_t size);
 
-/* The exporter: serve metrics.address (off when unset: *out NULL, 0). */
+/* The exporter: serve metrics.address, or $RESVIEW_METRICS_ADDRESS when set
+ * (the node agent's; "" off); off when unset: *out NULL, 0. */
 struct rv_metrics_server;
 int rv_metrics_serve(const struct rv_config *cfg, struct rv_metrics_server **out, struct rv_error *err);
 /* watch's view of LXCFS after a probe that began at t0 (rv_metrics_clock):

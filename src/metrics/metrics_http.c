@@ -299,12 +299,17 @@ static int listen_on(const char *address, int *port, struct rv_error *err)
 
 int rv_metrics_serve(const struct rv_config *cfg, struct rv_metrics_server **out, struct rv_error *err)
 {
+    /* the node agent's DaemonSet sets it for the watch it runs: the node's
+     * configuration file may be the operator's */
+    const char *address = getenv("RESVIEW_METRICS_ADDRESS");
     struct rv_metrics_server *s;
     sigset_t all, old;
     int e;
 
     *out = NULL;
-    if (!cfg->metrics_address[0])
+    if (!address)
+        address = cfg->metrics_address;
+    if (!address[0])
         return 0;
     s = calloc(1, sizeof(*s));
     if (!s)
@@ -316,7 +321,7 @@ int rv_metrics_serve(const struct rv_config *cfg, struct rv_metrics_server **out
         return rv_fail(err, errno, "metrics: pipe");
     }
     if (rv_snprintf(s->dir, sizeof(s->dir), "%s", cfg->host_state_dir) < 0 ||
-        (s->listen = listen_on(cfg->metrics_address, &s->port, err)) < 0) {
+        (s->listen = listen_on(address, &s->port, err)) < 0) {
         close(s->wake[0]);
         close(s->wake[1]);
         free(s);

@@ -377,6 +377,11 @@ static void test_server(void)
     snprintf(cfg.host_state_dir, sizeof(cfg.host_state_dir), "%s", dir);
     ok(rv_metrics_serve(&cfg, &s, &err) == 0 && s == NULL, "metrics.address unset: nothing served");
     snprintf(cfg.metrics_address, sizeof(cfg.metrics_address), "127.0.0.1:0");
+    setenv("RESVIEW_METRICS_ADDRESS", "", 1);
+    ok(rv_metrics_serve(&cfg, &s, &err) == 0 && s == NULL, "RESVIEW_METRICS_ADDRESS empty: off, over the file's");
+    setenv("RESVIEW_METRICS_ADDRESS", "example.com:1", 1);
+    ok(rv_metrics_serve(&cfg, &s, &err) < 0 && s == NULL, "… a name: refused (%s)", err.msg);
+    unsetenv("RESVIEW_METRICS_ADDRESS");
     ok(rv_metrics_serve(&cfg, &s, &err) == 0 && s, "served on 127.0.0.1:0: %s", s ? "" : err.msg);
     if (!s)
         return;
