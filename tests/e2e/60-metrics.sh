@@ -8,7 +8,8 @@
 # metrics` lints a scrape, `promtool check rules` the alert rules of
 # resview(8). A hostile tenant (8 MiB of annotations, 300 distinct
 # container names) adds no series and no label value; a hung LXCFS does not
-# slow a scrape.
+# slow a scrape. NRI mode (test_nri_conn's fake runtime): the plugin registered,
+# dropped, back and stopped; containers created while it was away.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 
@@ -168,6 +169,40 @@ while read -r expr; do
     [ "$r" = success ] || { echo "# $expr: $r"; bad=$((bad + 1)); }
 done < <(sed -n 's/^ *expr: *//p' "$T/alerts.yml")
 t_eq "each rule's expression evaluates" "$bad" 0
+
+# 9. NRI mode (the runtime's side: test_nri_conn's fake, as 57-nri-sync.sh):
+#    a container created while the plugin was away is counted at
+#    Synchronize; the plugin registered, dropped by the runtime, back, and
+#    stopped; the documented alert's expression fires once it is gone
+FAKE=$BUILD/tests/test_nri_conn
+if [ ! -x "$FAKE" ]; then
+    echo "not ok - $FAKE missing: make BUILD=$BUILD $FAKE"
+else
+    id=away-$$ SOCK=$T/nri.sock
+    rv_bundle "$T/b-$id" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+    (cd "$T/b-$id" && runc --root "$T/runc-root" create "$id" </dev/null >/dev/null 2>&1 && runc --root "$T/runc-root" start "$id")
+    mkfifo "$T/fake.in"
+    RESVIEW_NRI_FAKE="$SOCK $id $(pid_of "$id") $CG_PARENT/b-$id" "$FAKE" <"$T/fake.in" >"$T/fake.out" 2>&1 & FAKE_PID=$!
+    exec 7>"$T/fake.in"
+    t_cleanup "kill $FAKE_PID"
+    wait_for 10 grep -q "^listening" "$T/fake.out"
+    RESVIEW_CONFIG=$T/config.json "$CLI" nri --socket "$SOCK" >"$T/nri.out" 2>&1 & PLUGIN=$!
+    t_cleanup "kill $PLUGIN"
+    echo accept >&7
+    seen "NRI: the plugin registered" resview_nri_registered 1
+    seen "NRI: created while it was away: without views, reason nri_away" "$(views no nri_away)" 1
+    seen "... and without variables, reason nri_away" "$(vars no nri_away)" 1
+    seen "NRI: its calls timed (Configure, Synchronize)" 'resview_nri_call_duration_seconds_count >= bool 2' 1
+    echo close >&7
+    seen "NRI: the runtime dropped it: not registered" resview_nri_registered 0
+    echo accept >&7
+    seen "NRI: back: registered" resview_nri_registered 1
+    kill "$PLUGIN"; wait "$PLUGIN" 2>/dev/null
+    seen "NRI: the plugin stopped: not registered" resview_nri_registered 0
+    seen "NRI: the alert's expression fires" \
+        'count(resview_nri_registered == 0 and on (instance) resview_nri_call_duration_seconds_count > 0)' 1
+    exec 7>&-
+fi
 
 kill "$WATCH"; wait "$WATCH"; rc=$?
 t_eq "watch exits 0 on SIGTERM, its endpoint with it" "$rc" 0
