@@ -9,7 +9,8 @@
 # resview(8). A hostile tenant (8 MiB of annotations, 300 distinct
 # container names) adds no series and no label value; a hung LXCFS does not
 # slow a scrape. NRI mode (test_nri_conn's fake runtime): the plugin registered,
-# dropped, back and stopped; containers created while it was away.
+# dropped, back and stopped; containers created while it was away. A FUSE
+# container's refused mount calls, counted by reason.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 
@@ -203,6 +204,19 @@ else
         'count(resview_nri_registered == 0 and on (instance) resview_nri_call_duration_seconds_count > 0)' 1
     exec 7>&-
 fi
+
+# 10. The FUSE broker's answers: a FUSE container (no capability added)
+#     asks for a tmpfs mount twice and to unmount /proc: refused, counted by
+#     reason, not by what it asked
+rv_config "$T/config-fuse.json" "$(jq -n --arg p "$TOP/profiles/seccomp.json" --arg m "127.0.0.1:$MPORT" \
+    '{fuse: {allowed: true, seccomp_profile: $p}, metrics: {address: $m}}')"
+rv_bundle "$T/fuse" '.annotations["resview.io/fuse"] = "true" | .annotations["resview.io/lxcfs"] = "false"
+    | .process.args = ["/bin/sh", "-c", "mount -t tmpfs none /tmp; mount -t tmpfs tenant-x /tmp; umount /proc; echo asked"]'
+out=$(run_shim runc "fuse-$$" "$T/fuse" "$T/config-fuse.json" 2>&1)
+t_contains "a FUSE container asked the broker" "$out" "asked"
+seen "the broker's three refusals counted, reason not_allowed" \
+    'sum(resview_fuse_calls_total{result="refused",reason="not_allowed"})' 3
+t_not_contains "no name of theirs in a scrape" "$(scrape)" "tenant-x"
 
 kill "$WATCH"; wait "$WATCH"; rc=$?
 t_eq "watch exits 0 on SIGTERM, its endpoint with it" "$rc" 0

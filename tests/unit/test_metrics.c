@@ -316,6 +316,38 @@ static void test_address(void)
     }
 }
 
+static void test_broker_count(void)
+{
+    static const int refused[][2] = {
+        { EPERM, RV_M_FUSE_REFUSED_NOT_ALLOWED }, { EACCES, RV_M_FUSE_REFUSED_NOT_ALLOWED },
+        { ENOSPC, RV_M_FUSE_REFUSED_LIMIT }, { EAGAIN, RV_M_FUSE_REFUSED_BUSY },
+        { EINVAL, RV_M_FUSE_REFUSED_INVALID }, { EFAULT, RV_M_FUSE_REFUSED_INVALID },
+        { ENOSYS, RV_M_FUSE_REFUSED_UNSUPPORTED }, { EIO, RV_M_FUSE_REFUSED_ERROR },
+    };
+    struct rv_metrics_map m;
+    struct rv_error err;
+    int bad = 0;
+
+    unlink(path);
+    rv_metrics_map_open(dir, true, &m, &err);
+    rv_broker_count_answer(dir, RV_CALL_MOUNT, 0);
+    rv_broker_count_answer(dir, RV_CALL_UMOUNT2, 0);
+    ok(slot(&m, RV_M_FUSE_ALLOWED_MOUNT) == 1 && slot(&m, RV_M_FUSE_ALLOWED_UMOUNT) == 1,
+       "the broker: a mount and an umount2 allowed");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        uint64_t before = slot(&m, (enum rv_metric)refused[i][1]);
+        rv_broker_count_answer(dir, RV_CALL_MOUNT, -refused[i][0]);
+        if (slot(&m, (enum rv_metric)refused[i][1]) != before + 1)
+            bad++;
+    }
+    ok(bad == 0, "the broker: each refusal under its reason");
+    rv_broker_count_answer(NULL, RV_CALL_MOUNT, 0);
+    rv_broker_count_answer("", RV_CALL_MOUNT, 0);
+    ok(slot(&m, RV_M_FUSE_ALLOWED_MOUNT) == 1, "the broker without a counters directory: nothing");
+    rv_metrics_map_close(&m);
+    unlink(path);
+}
+
 static void test_broker_dir(void)
 {
     char out[64];
@@ -438,6 +470,7 @@ int main(void)
     test_render();
     test_address();
     test_broker_dir();
+    test_broker_count();
     test_server();
     unlink(path);
     rmdir(dir);
