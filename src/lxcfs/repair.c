@@ -705,7 +705,8 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     }
     free(c->seen.ino);
     free(c->ns_map);
-    rv_metrics_addv(cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_REPAIR_REPAIRED, st->repaired }, { RV_M_REPAIR_FAILED, st->failed } }, 2);
+    rv_metrics_addv(cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_REPAIR_REPAIRED, st->repaired },
+                                                                  { RV_M_REPAIR_FAILED, st->failed } }, 2);
     return 0;
 }
 
