@@ -109,11 +109,11 @@ static void *map_file(int fd, struct stat *st)
     void *p;
 
     if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size != RV_METRICS_FILE_SIZE ||
-        (st->st_uid != geteuid() && st->st_uid != 0)) {
+        (st->st_uid != 0 && st->st_uid != geteuid())) {
         errno = EINVAL;
         return NULL;
     }
-    p = mmap(NULL, RV_METRICS_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    p = mmap(NULL, RV_METRICS_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED)
         return NULL;
     if (!header_ok(p)) {
