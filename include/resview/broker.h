@@ -152,6 +152,7 @@ struct rv_broker_ctx {
     int cg_join[2], cg_home[2];
     bool charged;
     unsigned long served, refused;
+    const char *metrics_dir;  /* the node's counters file is there (metrics.h); NULL none */
 };
 
 /* Handle one notification in the calling (single-threaded) process: read the
@@ -160,5 +161,11 @@ struct rv_broker_ctx {
  * back to the broker's own mount namespace. -1 when that last step failed:
  * the process must not handle another request. */
 int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n);
+/* Count one answer in the node's counters (broker_count.c): r 0 served,
+ * else the negated errno the caller got. */
+void rv_broker_count_answer(const char *metrics_dir, enum rv_broker_call call, int r);
+/* The node's state_dir from the table's path (<state_dir>/fuse/held), for
+ * the counters: into out, "" when it is not of that form. */
+void rv_broker_metrics_dir(const char *held_path, char *out, size_t size);
 
 #endif

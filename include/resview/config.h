@@ -57,6 +57,8 @@ struct rv_config {
      * ("" the runtime's default; runc-type ones by default) */
     char nri_handlers[RV_MAX_NRI_HANDLERS][64];
     int n_nri_handlers;
+    /* metrics.address: where `resview watch` serves GET /metrics ("" off) */
+    char metrics_address[128];
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];
     int n_warnings;
@@ -76,6 +78,11 @@ int rv_config_load(struct rv_config *cfg, struct rv_error *err);
 int rv_config_load_file(struct rv_config *cfg, const char *path, struct rv_error *err);
 /* Parse config text (for tests and fuzzing). */
 int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct rv_error *err);
+
+/* Split a listening address "HOST:PORT", "[V6]:PORT" or ":PORT" (every
+ * address; host "" then), numeric only, port 0..65535. 0, or -1 with err. */
+int rv_parse_listen_address(const char *addr, char *host, size_t hsize, char *port, size_t psize,
+                            struct rv_error *err);
 
 const char *rv_source_name(enum rv_source s);
 const char *rv_level_name(enum rv_level l);

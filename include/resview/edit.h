@@ -30,6 +30,10 @@ struct rv_edit_result {
 int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_result *res,
                  struct rv_error *err);
 
+/* Count what the edit decided in the node's counters (edit_count.c; the hook
+ * counts the views it was asked for). Never fails. */
+void rv_edit_count(const struct rv_config *cfg, const struct rv_edit_result *res);
+
 /* The hook entry alone (exposed for tests): every resview-hook entry of the
  * spec is taken out (a tenant's spec may carry one pretending to be ours);
  * with on, ours goes in with the handover (hook.h), in place of the first

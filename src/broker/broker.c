@@ -73,6 +73,7 @@ struct slot {
 
 static struct {
     const char *id, *socket, *held_path;
+    char metrics_dir[PATH_MAX];
     bool allow_other;
     unsigned max_mounts, max_mounts_node;
     char *volumes[RV_BROKER_MAX_VOLUMES];
@@ -304,7 +305,8 @@ static void worker_start(void)
                                         .record_fd = B.records[1], .vol_ids = B.vol_ids,
                                         .n_vol_ids = B.n_vol_ids,
                                         .held = W.held.fd >= 0 ? &W.held : NULL,
-                                        .fusectl = B.fusectl, .key = B.key, .shared = B.shared };
+                                        .fusectl = B.fusectl, .key = B.key, .shared = B.shared,
+                                        .metrics_dir = B.metrics_dir };
         worker_cgroups(&W.ctx);
         worker_loop();
     }
@@ -388,6 +390,7 @@ static void answer_saturated(int nfd)
     resp.id = n.id;
     resp.error = -EAGAIN;
     ioctl(nfd, RV_SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    rv_broker_count_answer(B.metrics_dir, rv_broker_call(n.data.arch, n.data.nr), -EAGAIN);
     if (B.saturated++ % 1000 == 0)
         rv_log(RV_WARN, "fuse broker: all %d workers are blocked inside requests (a file system "
                "that does not answer?): mount calls answered EAGAIN until one returns (%lu so "
@@ -839,6 +842,7 @@ int rv_broker_main(int argc, char **argv)
         return 2;
     }
     rv_log_init("fuse-broker", &cfg);
+    rv_broker_metrics_dir(B.held_path, B.metrics_dir, sizeof(B.metrics_dir));
     rv_log_set_id(B.id);
     signal(SIGPIPE, SIG_IGN);
     B.listen_fd = RV_BROKER_LISTEN_FD;

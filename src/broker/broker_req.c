@@ -1236,6 +1236,7 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         why = "not a call the broker answers";
         answer(ctx, n->id, r);
         log_result(ctx, n, call, &a, r, why);
+        rv_broker_count_answer(ctx->metrics_dir, call, r);
         return 0;
     }
     if (caller_open(ctx, n, &c, &pre) < 0) {
@@ -1269,5 +1270,6 @@ int rv_broker_handle(struct rv_broker_ctx *ctx, const struct rv_seccomp_notif *n
         log_cap(ctx);
     else
         log_result(ctx, n, call, &a, r, why);
+    rv_broker_count_answer(ctx->metrics_dir, call, r == GONE ? 0 : r);
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "resview/cli.h"
 #include "resview/log.h"
 #include "resview/lxcfs.h"
+#include "resview/metrics.h"
 #include "resview/repair.h"
 #include "resview/viewhold.h"
 
@@ -55,6 +56,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
     struct sigaction sa;
     cleanup_close int fd = -1;
     struct rv_viewhold_server *vh = NULL;
+    struct rv_metrics_server *metrics = NULL;
     struct rv_error verr;
     dev_t healed = 0, held = 0;
     bool waiting = false;
@@ -91,6 +93,8 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
     }
     if (rv_viewhold_serve(cfg, &vh, &verr) < 0)
         rv_log(RV_WARN, "watch: %s; hooks look the LXCFS files up themselves", verr.msg);
+    if (rv_metrics_serve(cfg, &metrics, &verr) < 0)
+        rv_log(RV_WARN, "watch: %s; no metrics served", verr.msg);
     rv_print_line(stdout, "watching `%s` for LXCFS", cfg->lxcfs_root);
     fflush(stdout);
     next_sweep = rv_now_ms() + (long)interval * 1000;
@@ -99,11 +103,13 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
         struct rv_error err;
         struct pollfd p = { .fd = fd, .events = POLLPRI };
         char ts[32];
+        uint64_t probe_t0 = rv_metrics_clock();
 
         if (rv_lxcfs_discover(cfg->lxcfs_root, 1000, &lx, &err) < 0) {
             rv_log(RV_WARN, "watch: %s", err.msg);
             lx.live = lx.mounted = false;
         }
+        rv_metrics_note_lxcfs(metrics, lx.live, lx.live ? lx.dev : 0, probe_t0);
         if (vh && (lx.live ? lx.dev != held : held != 0))
             held = hold(cfg, vh, lx.live ? lx.dev : 0);
         if (lx.live && lx.dev != healed) {
@@ -154,5 +160,6 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
         }
     }
     rv_viewhold_unlink(vh);
+    rv_metrics_stop(metrics);
     return 0;
 }

@@ -67,6 +67,7 @@ void rv_config_defaults(struct rv_config *cfg)
     cfg->fuse_max_mounts_node = RV_FUSE_MAX_MOUNTS_NODE_DEFAULT;
     cfg->n_fuse_namespaces = 0;
     cfg->seccomp_profile[0] = '\0';
+    cfg->metrics_address[0] = '\0';
     cfg->n_warnings = 0;
     strcpy(cfg->runtimes[0], "runc");
     strcpy(cfg->runtimes[1], "crun");
@@ -343,6 +344,55 @@ static void parse_nri_handlers(struct rv_config *cfg, json_t *v)
     else                                                                       \
         json_object_foreach(obj, key, val)
 
+int rv_parse_listen_address(const char *addr, char *host, size_t hsize, char *port, size_t psize,
+                            struct rv_error *err)
+{
+    const char *colon, *h = addr, *hend;
+    uint64_t p;
+
+    if (addr[0] == '[') {
+        hend = strchr(addr, ']');
+        if (!hend || hend[1] != ':')
+            return rv_fail(err, 0, "expected [ADDRESS]:PORT");
+        h = addr + 1;
+        colon = hend + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
+            return rv_fail(err, 0, "expected HOST:PORT, [ADDRESS]:PORT or :PORT");
+        hend = colon;
+    }
+    if (rv_parse_u64(colon + 1, &p) < 0 || p > 65535)
+        return rv_fail(err, 0, "expected a port number (0..65535) after the colon");
+    if ((size_t)(hend - h) >= hsize || rv_snprintf(port, psize, "%u", (unsigned)p) < 0)
+        return rv_fail(err, ENAMETOOLONG, "address too long");
+    memcpy(host, h, (size_t)(hend - h));
+    host[hend - h] = '\0';
+    for (const char *c = host; *c; c++)
+        if (!strchr("0123456789abcdefABCDEF.:", *c))
+            return rv_fail(err, 0, "expected a numeric address (IPv4 or IPv6), not a name");
+    return 0;
+}
+
+/* metrics.address: off when absent or "" */
+static void get_metrics_address(struct rv_config *cfg, json_t *v)
+{
+    char host[64], port[8];
+    struct rv_error err;
+
+    if (!json_is_string(v) || json_string_length(v) >= sizeof(cfg->metrics_address) ||
+        strlen(json_string_value(v)) != json_string_length(v)) {
+        warn(cfg, "metrics.address: expected \"HOST:PORT\"; no metrics served");
+        return;
+    }
+    if (json_string_length(v) &&
+        rv_parse_listen_address(json_string_value(v), host, sizeof(host), port, sizeof(port), &err) < 0) {
+        warn(cfg, "metrics.address: %s; no metrics served", err.msg);
+        return;
+    }
+    strcpy(cfg->metrics_address, json_string_value(v));
+}
+
 int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct rv_error *err)
 {
     cleanup_json json_t *root = NULL;
@@ -445,6 +495,13 @@ int rv_config_parse(struct rv_config *cfg, const char *text, size_t len, struct 
                 } else {
                     warn(cfg, "gpu.%s: unknown key", k2);
                 }
+            }
+        } else if (strcmp(key, "metrics") == 0) {
+            FOREACH_KEY(val, "metrics", k2, v2) {
+                if (strcmp(k2, "address") == 0)
+                    get_metrics_address(cfg, v2);
+                else
+                    warn(cfg, "metrics.%s: unknown key", k2);
             }
         } else if (strcmp(key, "nri") == 0) {
             FOREACH_KEY(val, "nri", k2, v2) {

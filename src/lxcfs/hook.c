@@ -6,6 +6,7 @@
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"
+#include "resview/metrics.h"
 #include "resview/proc.h"
 #include "resview/spec.h"
 #include "resview/state.h"
@@ -161,6 +162,8 @@ struct hook_job {
     bool lxcfs_stuck;           /* an earlier probe still waits for LXCFS: do not ask */
     int self_served;            /* rv_lxcfs_ns_check(): nonzero, no views (self_why) */
     char self_why[320];
+    bool hung;                  /* LXCFS did not answer in time (else: down) */
+    enum rv_metric outcome;     /* for the node's counters (metrics.h) */
 };
 
 /* In the bounded child: find the live LXCFS files, then inject them. */
@@ -247,8 +250,10 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
                  cfg->lxcfs_root, err->msg);
     if (job->req.gone) {
         rv_log(RV_WARN, "LXCFS views: %s; nothing recorded", job->req.error);
+        job->outcome = RV_M_NOVIEWS_GONE;
         return 0;
     }
+    job->outcome = RV_M_NOVIEWS_HOST_NS;
     if (job->req.host_ns) {
         rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %s; nothing recorded",
                job->req.error);
@@ -261,6 +266,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (piddir < 0 || rv_pid_start_time(piddir, &job->req.start_time) < 0) {
             rv_log(RV_WARN, "LXCFS views: process %d is gone; nothing recorded", (int)job->req.pid);
+            job->outcome = RV_M_NOVIEWS_GONE;
             return 0;
         }
     }
@@ -269,6 +275,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         for (unsigned i = 0; i < job->req.n; i++)
             job->req.views[i].state = RV_VIEW_TODO;
         record(cfg, id, &job->req, "refused", job->self_why);
+        job->outcome = RV_M_NOVIEWS_LXCFS_NS;
         return 0;
     }
     if (!job->lx.live) {
@@ -278,6 +285,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         for (unsigned i = 0; i < job->req.n; i++)
             job->req.views[i].state = RV_VIEW_TODO;
         record(cfg, id, &job->req, "lxcfs-down", job->lx.why);
+        job->outcome = job->hung ? RV_M_NOVIEWS_LXCFS_HUNG : RV_M_NOVIEWS_LXCFS_DOWN;
         return cfg->lxcfs_required ? 1 : 0;
     }
     if (job->req.error[0] || job->req.n_failed) {
@@ -290,6 +298,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
         rv_log(cfg->lxcfs_required ? RV_ERROR : RV_WARN, "LXCFS views: %u failed: %s",
                job->req.n_failed, why);
         record(cfg, id, &job->req, job->req.n_mounted ? "partial" : "failed", why);
+        job->outcome = job->req.n_mounted ? RV_M_VIEWS_PARTIAL : RV_M_NOVIEWS_FAILED;
         return cfg->lxcfs_required ? 1 : 0;
     }
     for (unsigned i = 0; i < job->req.n; i++)
@@ -302,6 +311,7 @@ static int finish_views(const struct rv_config *cfg, const char *id, struct hook
            job->req.n_held, job->req.n_present, job->req.n_skipped,
            (int)job->req.pid, job->req.rootfs, job->req.root_how ? job->req.root_how : "?");
     record(cfg, id, &job->req, "ok", NULL);
+    job->outcome = RV_M_VIEWS_OK;
     return 0;
 }
 
@@ -321,6 +331,7 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir, RV_VIEWHOLD_SOCK);
     if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
         job->req.n_failed = job->req.n;
+        job->hung = job->probing;
         if (job->lx.live)
             snprintf(job->req.error, sizeof(job->req.error), "%s", err.msg);
         /* left behind asking LXCFS (not on the container's own files): mark it */
@@ -332,7 +343,12 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     if (stuck && !job->lx.why[0])
         snprintf(job->lx.why, sizeof(job->lx.why), "LXCFS at `%s` does not answer (process %d, "
                  "an earlier probe, still waits for it)", cfg->lxcfs_root, (int)stuck);
-    return finish_views(cfg, id, job, &err);
+    job->hung = job->hung || stuck;
+    status = finish_views(cfg, id, job, &err);
+    /* a start the hook fails (lxcfs.required) is refused, whatever the cause */
+    rv_metrics_add(cfg->host_state_dir, status && cfg->lxcfs_required && job->outcome != RV_M_VIEWS_OK
+                                            ? RV_M_NOVIEWS_REQUIRED : job->outcome);
+    return status;
 }
 
 static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
@@ -372,6 +388,7 @@ static int hook_oci_job(struct rv_config *cfg, struct hook_job *job)
         }
         if (r == 0) {
             rv_log(RV_DEBUG, "LXCFS views: off for this container");
+            rv_metrics_add(cfg->host_state_dir, RV_M_NOVIEWS_OPTED_OUT);
             rv_spec_free(&spec);
             return 0;
         }
@@ -447,6 +464,7 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     }
     if (lx_on == 0) {
         rv_log(RV_DEBUG, "LXCFS views: off for this container");
+        rv_metrics_add(cfg->host_state_dir, RV_M_NOVIEWS_OPTED_OUT);
         return 0;
     }
     job->req.pid = (pid_t)pid;

@@ -6,6 +6,7 @@
 #include "resview/inject.h"
 #include "resview/lxcfs.h"
 #include "resview/log.h"
+#include "resview/metrics.h"
 #include "resview/proc.h"
 #include "resview/state.h"
 #include "owners.h"
@@ -893,6 +894,8 @@ int rv_repair(const struct rv_config *cfg, const struct rv_repair_opts *o,
     }
     free(c->seen.ino);
     free(c->ns_map);
+    rv_metrics_addv(cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_REPAIR_REPAIRED, st->repaired },
+                                                                  { RV_M_REPAIR_FAILED, st->failed } }, 2);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/log.h"
+#include "resview/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -220,6 +221,8 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
     r = rv_nri_adjust(p, req->pod, req->container, &a, &err);
     if (r == 1) {
         say_skipped(rv_nri_handler(req->pod));
+        rv_metrics_addv(p->cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_NOVIEWS_NOT_SERVED, 1 },
+                                                                         { RV_M_NOVARS_NOT_SERVED, 1 } }, 2);
         rc = answer(&resp.base, out, out_len);
     } else if (r == -1 && p->cfg->lxcfs_required && a.views_wanted) {
         rc = refuse_required(p, err.msg, out, out_len);
@@ -238,6 +241,7 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
             rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
                    p->cfg->hook_path);
         log_limits(&a);
+        rv_edit_count(p->cfg, &a.res);
         resp.adjust = &a.adj;
         rc = answer(&resp.base, out, out_len);
     }

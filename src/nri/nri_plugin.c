@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/log.h"
+#include "resview/metrics.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -37,6 +38,7 @@ static char record_path[PATH_MAX], record_lock[PATH_MAX];
 static char *record_text;
 static volatile sig_atomic_t record_written;
 static sigset_t stop_signals;
+static const char *metrics_dir;   /* the node's counters: our pid while registered */
 
 static void on_stop(int sig)
 {
@@ -51,6 +53,7 @@ static void record_drop(void)
     sigprocmask(SIG_BLOCK, &stop_signals, NULL);
     if (record_written) {
         record_written = 0;
+        rv_metrics_swap(metrics_dir, RV_M_NRI_PID, (uint64_t)getpid(), 0);
         rv_nri_record_drop(record_path, record_lock, record_text);
         free(record_text);
         record_text = NULL;
@@ -72,6 +75,8 @@ static void record_write(struct rv_nri_plugin *p, int fd)
         free(record_text);
         record_text = text;
         record_written = 1;
+        metrics_dir = p->cfg->host_state_dir;
+        rv_metrics_swap(metrics_dir, RV_M_NRI_PID, RV_METRICS_ANY, (uint64_t)getpid());
     }
     sigprocmask(SIG_UNBLOCK, &stop_signals, NULL);
 }
@@ -137,6 +142,7 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
         cleanup_free uint8_t *out = NULL;
         size_t n = 0;
         long t0 = rv_now_ms();
+        uint64_t call_t0 = rv_metrics_clock();
         if (m.type != RV_TTRPC_REQUEST)
             continue;   /* a stream's data: no method of NRI streams */
         /* as the shim at each create: the hook may come (or go) while we run */
@@ -160,6 +166,7 @@ static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool 
             p->sync_ready = false;
             rv_nri_sync_start(p, keep);
         }
+        rv_metrics_nri_call(p->cfg->host_state_dir, rv_metrics_clock() - call_t0);
         long took = rv_now_ms() - t0;
         if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
             rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,

@@ -16,6 +16,7 @@
 #include "resview/hook.h"
 #include "resview/inject.h"
 #include "resview/log.h"
+#include "resview/metrics.h"
 #include "resview/proc.h"
 #include "resview/repair.h"
 #include "resview/state.h"
@@ -196,6 +197,9 @@ static void sync_child(const struct rv_config *cfg, const struct rv_nri_sync *s)
     for (size_t i = 0; i < s->n && ids; i++) {
         int r = record_one(cfg, &s->c[i], &req, &err);
         rv_log_set_id(s->c[i].id);
+        if (r != 0)   /* started bare while we were away (repair counts its views given now) */
+            rv_metrics_addv(cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_NOVIEWS_NRI_AWAY, 1 },
+                                                                          { RV_M_NOVARS_NRI_AWAY, 1 } }, 2);
         if (r < 0)
             rv_log(RV_WARN, "NRI: created while the plugin was not registered, and no views given: %s", err.msg);
         if (r == 1) {

@@ -137,6 +137,8 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
+    if (!getenv(RV_CHAIN_ENV) || !*getenv(RV_CHAIN_ENV))   /* once per start: the first shim */
+        rv_edit_count(cfg, &res);
     if (res.hook_missing)
         rv_log(RV_WARN, "no LXCFS views: the hook `%s` cannot be run; the container starts without them",
                cfg->hook_path);

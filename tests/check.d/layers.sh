@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 # lowest first: a subsystem may use those before it on this list
-ORDER="common limits broker lxcfs engine runtime nri node cli"
+ORDER="common metrics limits broker lxcfs engine runtime nri node cli"
 declare -A OWNER=([sys.h]=common [syscalls.h]=common [cli.h]=cli [node.h]=node [nri.h]=nri)
 declare -A RANK
 i=0; for s in $ORDER; do RANK[$s]=$i; i=$((i + 1)); done

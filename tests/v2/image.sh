@@ -23,8 +23,9 @@ host_mirror() {
 MIRROR=${RESVIEW_V2_MIRROR:-$(host_mirror || true)}
 [ -n "$MIRROR" ] || { echo "v2: apt knows no Debian archive here: set RESVIEW_V2_MIRROR=URL (a Debian archive's root)" >&2; exit 1; }
 # host-only packages: building, fuzzing, valgrind, the guest's own tools, the
-# package's lint and man pages (the guest installs the .deb, never builds it)
-SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|protobuf-c-compiler|clang|valgrind|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils|lintian|go-md2man|man-db|groff-base)$'
+# package's lint and man pages (the guest installs the .deb, never builds it),
+# Prometheus (60-metrics runs on the host only)
+SKIP='^(lib.*-dev|musl-tools|dpkg-dev|gperf|protobuf-c-compiler|clang|valgrind|qemu-.*|debootstrap|e2fsprogs|npm|skopeo|binutils|lintian|go-md2man|man-db|groff-base|prometheus)$'
 EXTRA="linux-image-amd64 systemd-sysv udev kmod dbus iproute2 procps libjansson4 libseccomp2
        libmount1 gcc libc6-dev nodejs make ca-certificates uidmap slirp4netns dbus-user-session apparmor"
 pkgs=$(sed 's/#.*//' tests/deps.d/*.txt | tr -s ' \t' '\n' | grep -v '^$' | grep -Ev "$SKIP" | sort -u | tr '\n' ' ')
