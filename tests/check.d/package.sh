@@ -18,7 +18,9 @@
 #     edit is kept and the release's file is config.json.dpkg-dist;
 #  4. a daemon.json configure cannot read back: remove refuses, one line, the
 #     package stays; fixed: remove takes resview out of docker (its bytes
-#     before configure, said so), the conffile stays; install again; purge
+#     before configure, said so), the conffile stays; install again; a
+#     running containerd whose default runtime is resview: remove refuses,
+#     one line; purge
 #     while a hostile user (FUSE through fusermount3, allow_other, a symlink
 #     swapped in, a late mount, a loop adding directories in users/) plays:
 #     exit 0 within its bound, a host mount behind the symlink still mounted,
@@ -71,7 +73,8 @@ cleanup() {
     users_cleanup
     dpkg-query -W -f='${Status}' resview 2>/dev/null | grep -q 'installed\|config-files' &&
         apt_ purge resview >/dev/null 2>&1
-    rm -f $DOCKER_CFG $DOCKER_CFG.resview-backup
+    rm -f $DOCKER_CFG $DOCKER_CFG.resview-backup $CTD_CFG.resview-backup
+    [ -e "$T/config.toml.host" ] && cp -a "$T/config.toml.host" $CTD_CFG
     [ -e "$T/daemon.json.host" ] && cp -a "$T/daemon.json.host" $DOCKER_CFG
     # the tree's own binaries back (N+1 is built first, N last; this only after a failure)
     [ "$(cat "$BUILD/version" 2>/dev/null)" = "$V" ] ||
@@ -223,6 +226,21 @@ check "remove: the conffile stays (with the edit)" cmp /etc/resview/config.json 
 out=$(apt_ install --no-install-recommends "$T/n.deb" 2>&1); rc=$?
 same "install again after remove: exit 0" "$rc $(resview version 2>&1)" "0 resview $V"
 check "… the edited conffile still there" cmp /etc/resview/config.json "$T/edited"
+# a running containerd (a process of root's by that name) whose default
+# runtime is resview: it reads its file only at start, so the removal is
+# refused, in one line saying what to run first
+resview configure --engine containerd --set-as-default >/dev/null 2>&1
+cp /bin/sleep "$T/containerd"
+"$T/containerd" 600 & FAKE=$!
+out=$(apt_ remove resview 2>&1); rc=$?
+kill $FAKE; wait $FAKE 2>/dev/null
+check "remove with a running containerd whose default runtime is resview: refused" test "$rc" -ne 0
+has "… in one line saying what to run first" "$out" \
+    "resview: containerd runs with resview as its default runtime ($CTD_CFG) and reads the file only at start: run \`resview configure --engine containerd --uninstall\` and \`systemctl restart containerd\` first, then remove the package"
+check "… the package stays installed" sh -c "dpkg-query -W -f='\${Status}' resview | grep -q 'install ok installed'"
+resview configure --engine containerd --uninstall >/dev/null 2>&1
+if [ -e "$T/config.toml.host" ]; then check "(containerd's file back as it was)" cmp $CTD_CFG "$T/config.toml.host"
+else check "(containerd's file, resview's, gone)" test ! -e $CTD_CFG; fi
 # what resview leaves at run time: a backup configure kept, state, the log
 resview configure --engine docker >/dev/null 2>&1
 mkdir -p /run/resview/containers/pkgtest && echo 1 >/run/resview/containers/pkgtest/pid
@@ -251,7 +269,7 @@ USERS="$USERS $!"
 for _ in $(seq 100); do [ "$(cat "$T"/fu-*.out | grep -c ready)" = 2 ] && break; sleep 0.1; done
 same "(a user's two FUSE mounts in users/, through fusermount3)" \
     "$(grep -c " $U/z \| $U/d/X " /proc/self/mountinfo) $(grep " $U/" /proc/self/mountinfo | grep -c allow_other)" "2 2"
-$AS_USER sh -c "while :; do mkdir -p $U/more/\$\$.\$(date +%N) 2>/dev/null; done" & USERS="$USERS $!"
+$AS_USER sh -c "while :; do mkdir -p $U/more/\$\$.\$(date +%N) 2>/dev/null; sleep 0.01; done" & USERS="$USERS $!"
 start=$SECONDS
 out=$(timeout 150 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
 took=$((SECONDS - start))
