@@ -131,7 +131,7 @@ static int with_default(const char *backup, size_t len, json_t *root, struct rv_
     if (!brace)
         return -1;
     size_t at = (size_t)(brace - backup) + 1, rest = at;
-    while (rest < len && strchr(" \t\r\n", backup[rest]))
+    while (rest < len && backup[rest] && strchr(" \t\r\n", backup[rest]))
         rest++;
     bool empty = rest < len && backup[rest] == '}';
     /* on a line of its own, indented as the first key, where the file has
