@@ -1,6 +1,8 @@
 #!/bin/bash
 # 41-docker.sh - dockerd (Debian's docker.io) on private sockets and directories,
-# with resview registered by `resview configure --engine=docker` in its daemon.json.
+# with resview registered by `resview configure --engine=docker` in its daemon.json;
+# --uninstall where resview was the default: a reload alone brings plain
+# `docker run` back to runc.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 
