@@ -38,6 +38,8 @@ struct rv_edit_result {
     char *restore_backup;      /* uninstall: write these bytes instead (pristine original) */
     size_t restore_len;
     bool no_backup;            /* the file holds only what resview wrote: no original to keep */
+    char note[256];            /* uninstall: what the engine needs now, where that depends on
+                                * the edit ("": the engine's `unload`) */
 };
 
 struct rv_toml;
@@ -47,6 +49,7 @@ struct rv_engine {
     const char *name;
     const char *default_config;
     const char *reload;        /* what the operator must do afterwards */
+    const char *unload;        /* the same after --uninstall (never naming the runtime removed) */
     /* old: current content ("" and exists=false when absent). backup: the
      * pristine copy if one exists (NULL otherwise). */
     int (*edit)(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,

@@ -161,7 +161,7 @@ int rv_engine_apply(const struct rv_engine *e, const struct rv_engine_opts *o, s
                path, exists && !o->uninstall ? " (original kept in `" : "",
                exists && !o->uninstall ? bpath : "", exists && !o->uninstall ? "`)" : "");
     }
-    printf("%s: %s\n", e->name, e->reload);
+    printf("%s: %s\n", e->name, !o->uninstall ? e->reload : res.note[0] ? res.note : e->unload);
     rc = 0;
 out:
     free(res.text);

@@ -246,6 +246,9 @@ const struct rv_engine rv_engine_containerd = {
     .default_config = "/etc/containerd/config.toml",
     .reload = "restart containerd to load it (systemctl restart containerd); "
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
+    .unload = "restart containerd (systemctl restart containerd): it reads the file only at start, and "
+              "until then runs the removed runtime wherever it did, as its default too if it was that; "
+              "Kubernetes: kubectl delete -f hooks/kubernetes/runtimeclass.yaml",
     .edit = edit,
     .toml_status_keys = status_keys,
     .marks_lines = true,

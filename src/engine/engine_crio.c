@@ -47,6 +47,9 @@ const struct rv_engine rv_engine_crio = {
     .default_config = "/etc/crio/crio.conf.d/99-resview.conf",
     .reload = "restart CRI-O to load it (systemctl restart crio); "
               "Kubernetes: kubectl apply -f hooks/kubernetes/runtimeclass.yaml",
+    .unload = "restart CRI-O (systemctl restart crio): until then it runs the removed runtime wherever "
+              "it did, as its default too if it was that; "
+              "Kubernetes: kubectl delete -f hooks/kubernetes/runtimeclass.yaml",
     .toml_build = build,
     .toml_verify = verify,
     .toml_status_keys = status_keys,

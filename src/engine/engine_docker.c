@@ -118,6 +118,38 @@ static int load(const char *text, size_t len, const char *what, json_t **out, st
     return 0;
 }
 
+/* The operator's bytes from before configure with "default-runtime": "runc"
+ * added first in the object, when that reads back as root (0); else -1 (the
+ * caller writes root formatted). */
+static int with_default(const char *backup, size_t len, json_t *root, struct rv_edit_result *res)
+{
+    const char *brace = memchr(backup, '{', len);
+    cleanup_json json_t *check = NULL;
+    struct rv_error e2;
+    char *text = NULL;
+
+    if (!brace)
+        return -1;
+    size_t at = (size_t)(brace - backup) + 1, rest = at;
+    while (rest < len && backup[rest] && strchr(" \t\r\n", backup[rest]))
+        rest++;
+    bool empty = rest < len && backup[rest] == '}';
+    /* on a line of its own, indented as the first key, where the file has
+     * one key a line; else inline */
+    bool lines = memchr(backup + at, '\n', rest - at) != NULL;
+    if (asprintf(&text, "%.*s%.*s\"default-runtime\": \"runc\"%s%.*s", (int)at, backup,
+                 lines ? (int)(rest - at) : 0, backup + at, empty ? "" : lines ? "," : ", ",
+                 (int)(len - at), backup + at) < 0)
+        return -1;
+    if (rv_json_parse(text, strlen(text), "daemon.json", &check, &e2) < 0 || !json_equal(check, root)) {
+        free(text);
+        return -1;
+    }
+    res->text = text;
+    res->len = strlen(text);
+    return 0;
+}
+
 static int edit(const struct rv_engine_opts *o, const char *old, size_t len, bool exists,
                 const char *backup, size_t backup_len, struct rv_edit_result *res,
                 struct rv_error *err)
@@ -160,12 +192,22 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
         if (runtimes && json_object_size(runtimes) == 0 &&
             !(pristine && json_object_get(pristine, "runtimes")))
             json_object_del(root, "runtimes");
+        /* dockerd's reload takes default-runtime only from a file that sets
+         * it: resview's place goes to the default from before configure, or
+         * to dockerd's own (runc), written, so that a reload is enough */
+        bool runc_added = false;
         if (def && strcmp(json_string_value(def), "resview") == 0) {
             json_t *was = pristine ? json_object_get(pristine, "default-runtime") : NULL;
-            if (was && json_is_string(was) && strcmp(json_string_value(was), "resview") != 0)
-                json_object_set(root, "default-runtime", was);
-            else
-                json_object_del(root, "default-runtime");
+            bool restored = was && json_is_string(was) && strcmp(json_string_value(was), "resview") != 0;
+            const char *now = restored ? json_string_value(was) : "runc";
+            if (rv_snprintf(res->note, sizeof(res->note), "it had resview as its default runtime: "
+                            "`default-runtime` is now \"%s\" (%s); reload dockerd (systemctl reload "
+                            "docker, or kill -HUP the dockerd pid) and plain docker run uses it", now,
+                            restored ? "as before configure" : "dockerd's own") < 0)
+                res->note[0] = '\0';
+            runc_added = !restored;
+            if (json_object_set_new(root, "default-runtime", json_string(now)) < 0)
+                return rv_fail(err, ENOMEM, "daemon.json");
         }
         if (json_equal(root, orig)) {
             res->text = strndup(old, len);
@@ -179,6 +221,9 @@ static int edit(const struct rv_engine_opts *o, const char *old, size_t len, boo
             res->restore_len = backup_len;
             return 0;
         }
+        if (runc_added && pristine && !json_object_get(pristine, "default-runtime") &&
+            with_default(backup, backup_len, root, res) == 0)
+            return 0;
         if (!pristine && json_object_size(root) == 0) {
             res->remove = true;
             return 0;
@@ -238,6 +283,8 @@ const struct rv_engine rv_engine_docker = {
     .default_config = "/etc/docker/daemon.json",
     .reload = "reload dockerd to load it (systemctl reload docker, or kill -HUP the dockerd pid); "
               "then: docker run --runtime resview ...",
+    .unload = "nothing to do for containers that name no runtime; dockerd lists the removed runtime "
+              "until it restarts (systemctl restart docker): a reload does not drop it",
     .edit = edit,
     .status = status,
 };

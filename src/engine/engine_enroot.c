@@ -85,6 +85,7 @@ const struct rv_engine rv_engine_enroot = {
     .name = "enroot",
     .default_config = "/etc/enroot/hooks.d/50-resview.sh",
     .reload = "the next `enroot start` (and pyxis job) runs it",
+    .unload = "nothing to restart: the next `enroot start` (and pyxis job) runs without it",
     .edit = edit,
     .status = status,
 };

@@ -86,6 +86,7 @@ const struct rv_engine rv_engine_hooksd = {
     .name = "hooks.d",
     .default_config = RV_HOOKSD_DIR_DEFAULT "/resview-lxcfs.json",
     .reload = "podman and CRI-O read hooks.d at every container start",
+    .unload = "nothing to restart: podman and CRI-O read hooks.d at every container start",
     .edit = edit,
     .status = status,
 };

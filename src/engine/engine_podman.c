@@ -38,6 +38,7 @@ const struct rv_engine rv_engine_podman = {
     .name = "podman",
     .default_config = "/etc/containers/containers.conf.d/99-resview.conf",
     .reload = "nothing to restart: the next podman command reads it (podman run --runtime resview ...)",
+    .unload = "nothing to restart: the next podman command reads the change, its default runtime too",
     .toml_build = build,
     .toml_verify = verify,
     .toml_status_keys = status_keys,

@@ -200,6 +200,7 @@ const struct rv_engine rv_engine_slurm = {
     .name = "slurm",
     .default_config = "/etc/slurm/oci.conf",
     .reload = "new job steps read it (copy it to every node; scontrol reconfigure)",
+    .unload = "new job steps read the change: make it on every node (scontrol reconfigure)",
     .edit = edit,
     .status = status,
     .marks_lines = true,

@@ -18,8 +18,15 @@
 #     edit is kept and the release's file is config.json.dpkg-dist;
 #  4. a daemon.json configure cannot read back: remove refuses, one line, the
 #     package stays; fixed: remove takes resview out of docker (its bytes
-#     before configure, said so), the conffile stays; install again; purge:
-#     dpkg -S and a walk of /usr /etc /var /run find nothing of resview;
+#     before configure, said so), the conffile stays; install again; a
+#     running containerd whose default runtime is resview: remove refuses,
+#     one line; purge
+#     while a hostile user (FUSE through fusermount3, allow_other, a symlink
+#     swapped in, a late mount, a loop adding directories in users/) plays:
+#     exit 0 within its bound, a host mount behind the symlink still mounted,
+#     the user's earlier mounts gone, what the user kept adding left and said
+#     in one line; dpkg -S and a walk of /usr /etc /var /run find nothing of
+#     resview;
 #  5. make install DESTDIR (the package's set, under PREFIX) and make
 #     uninstall: no file left; an edited configuration kept and said.
 # Last line: "package: N passed, N failed".
@@ -49,10 +56,25 @@ CTD_CFG=/etc/containerd/config.toml
 [ -e $CTD_CFG ] && cp -a $CTD_CFG "$T/config.toml.host"
 V=$(make -s --no-print-directory BUILD="$BUILD" version)
 V1=$V.1
+# the hostile user's processes and what they left (section 4)
+USERS=
+users_cleanup() {
+    local p m
+    for p in $USERS; do kill -KILL -- -"$p" 2>/dev/null; done
+    USERS=
+    grep -o ' /run/resview/users/[^ ]*' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+    rm -rf /run/resview
+    mountpoint -q "$T/X" && umount "$T/X"
+    [ -e "$T/fuse.conf" ] && cp -a "$T/fuse.conf" /etc/fuse.conf && rm -f "$T/fuse.conf"
+    [ -e "$T/fuse.mode" ] && chmod "$(cat "$T/fuse.mode")" /dev/fuse && rm -f "$T/fuse.mode"
+    return 0
+}
 cleanup() {
+    users_cleanup
     dpkg-query -W -f='${Status}' resview 2>/dev/null | grep -q 'installed\|config-files' &&
         apt_ purge resview >/dev/null 2>&1
-    rm -f $DOCKER_CFG $DOCKER_CFG.resview-backup
+    rm -f $DOCKER_CFG $DOCKER_CFG.resview-backup $CTD_CFG.resview-backup
+    [ -e "$T/config.toml.host" ] && cp -a "$T/config.toml.host" $CTD_CFG
     [ -e "$T/daemon.json.host" ] && cp -a "$T/daemon.json.host" $DOCKER_CFG
     # the tree's own binaries back (N+1 is built first, N last; this only after a failure)
     [ "$(cat "$BUILD/version" 2>/dev/null)" = "$V" ] ||
@@ -204,6 +226,21 @@ check "remove: the conffile stays (with the edit)" cmp /etc/resview/config.json 
 out=$(apt_ install --no-install-recommends "$T/n.deb" 2>&1); rc=$?
 same "install again after remove: exit 0" "$rc $(resview version 2>&1)" "0 resview $V"
 check "… the edited conffile still there" cmp /etc/resview/config.json "$T/edited"
+# a running containerd (a process of root's by that name) whose default
+# runtime is resview: it reads its file only at start, so the removal is
+# refused, in one line saying what to run first
+resview configure --engine containerd --set-as-default >/dev/null 2>&1
+cp /bin/sleep "$T/containerd"
+"$T/containerd" 600 & FAKE=$!
+out=$(apt_ remove resview 2>&1); rc=$?
+kill $FAKE; wait $FAKE 2>/dev/null
+check "remove with a running containerd whose default runtime is resview: refused" test "$rc" -ne 0
+has "… in one line saying what to run first" "$out" \
+    "resview: containerd runs with resview as its default runtime ($CTD_CFG) and reads the file only at start: run \`resview configure --engine containerd --uninstall\` and \`systemctl restart containerd\` first, then remove the package"
+check "… the package stays installed" sh -c "dpkg-query -W -f='\${Status}' resview | grep -q 'install ok installed'"
+resview configure --engine containerd --uninstall >/dev/null 2>&1
+if [ -e "$T/config.toml.host" ]; then check "(containerd's file back as it was)" cmp $CTD_CFG "$T/config.toml.host"
+else check "(containerd's file, resview's, gone)" test ! -e $CTD_CFG; fi
 # what resview leaves at run time: a backup configure kept, state, the log
 resview configure --engine docker >/dev/null 2>&1
 mkdir -p /run/resview/containers/pkgtest && echo 1 >/run/resview/containers/pkgtest/pid
@@ -212,17 +249,40 @@ check "(configure kept a backup of daemon.json)" test -e $DOCKER_CFG.resview-bac
 # the operator edits daemon.json after configure: the removal takes resview's
 # entry only, keeps the edit, and says so
 jq '.debug = true' $DOCKER_CFG >"$T/dj" && cat "$T/dj" >$DOCKER_CFG
-# a user's FUSE file system that never answers, mounted in a directory the
-# user made in users/ (1733): the purge takes it off without looking into it
-mkdir -p /run/resview/users && chmod 1733 /run/resview/users && mkdir /run/resview/users/evil
-gcc -O2 -o "$T/fuse-hang" tests/lib/fuse-hang.c && "$T/fuse-hang" --hang all /run/resview/users/evil >"$T/hang.out" 2>&1 &
-HANG=$!
-for _ in $(seq 100); do grep -qs ready "$T/hang.out" && break; sleep 0.1; done
-same "(a hung FUSE mount in users/)" "$(grep -c ' /run/resview/users/evil ' /proc/self/mountinfo)" 1
-out=$(timeout 120 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
-kill $HANG 2>/dev/null; wait $HANG 2>/dev/null
-same "apt-get purge: exit 0 (not held by the user's hung FUSE)" "$rc" 0
-same "purge: the user's mount taken off" "$(grep -c ' /run/resview/' /proc/self/mountinfo)" 0
+# a hostile local user (nobody) during the purge (#42): users/ is 1733,
+# /dev/fuse 0666 as udev makes it, user_allow_other in /etc/fuse.conf. Through
+# the setuid fusermount3 the user mounts file systems that never answer
+# (allow_other) on users/nobody/z and users/nobody/d/X; once z is gone the user
+# swaps d for a symlink to $T, where a throwaway host mount X sits, and mounts
+# again (late); a loop keeps making directories there all along.
+U=/run/resview/users/nobody
+mkdir -p /run/resview/users && chmod 0711 /run/resview && chmod 1733 /run/resview/users
+install -d -m 0755 "$T/u" && chmod 0711 "$T" && gcc -O2 -o "$T/u/fuse-user" tests/lib/fuse-user.c
+mkdir "$T/X" && mount -t tmpfs rv-victim "$T/X"
+stat -c %a /dev/fuse >"$T/fuse.mode" && chmod 0666 /dev/fuse
+cp -a /etc/fuse.conf "$T/fuse.conf" && echo user_allow_other >>/etc/fuse.conf
+AS_USER="setsid setpriv --reuid=65534 --regid=65534 --clear-groups"   # each its own process group
+$AS_USER mkdir -p $U/z $U/d/X
+$AS_USER "$T/u/fuse-user" --allow-other $U/d/X >"$T/fu-x.out" 2>&1 & USERS="$!"
+$AS_USER "$T/u/fuse-user" --allow-other --when-gone $U/z --swap $U/d "$T" --late $U/late $U/z >"$T/fu-z.out" 2>&1 &
+USERS="$USERS $!"
+for _ in $(seq 100); do [ "$(cat "$T"/fu-*.out | grep -c ready)" = 2 ] && break; sleep 0.1; done
+same "(a user's two FUSE mounts in users/, through fusermount3)" \
+    "$(grep -c " $U/z \| $U/d/X " /proc/self/mountinfo) $(grep " $U/" /proc/self/mountinfo | grep -c allow_other)" "2 2"
+$AS_USER sh -c "while :; do mkdir -p $U/more/\$\$.\$(date +%N) 2>/dev/null; sleep 0.01; done" & USERS="$USERS $!"
+start=$SECONDS
+out=$(timeout 150 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
+took=$((SECONDS - start))
+echo "# purge under the hostile user: ${took} s; the user's side: $(cat "$T"/fu-*.out | tr '\n' ' ')"
+same "apt-get purge: exit 0, within its bound (90 s), whatever the user does" "$rc $((took <= 100))" "0 1"
+same "purge: the throwaway host mount behind the user's symlink is still mounted" "$(grep -c " $T/X " /proc/self/mountinfo)" 1
+same "purge: the user's mounts from before it are gone" "$(grep -c " $U/z \| $U/d/X \| $U/d.old/X " /proc/self/mountinfo)" 0
+# (the loop may win a race or lose it: either all of /run/resview is gone, or
+# users/ alone is left and said)
+left=gone
+[ -e /run/resview ] && left="$(ls -A /run/resview), said $(grep -c '^resview: left /run/resview/users: ' <<<"$out") time(s)"
+has "purge: /run/resview gone, or users/ alone left and said in one line ($left)" "gone users, said 1 time(s)" "$left"
+users_cleanup
 has "purge of an engine file edited after configure: resview's part taken out, said" "$out" \
     "removed resview from \`$DOCKER_CFG\`"
 same "… the operator's edit kept, nothing of resview left in it" "$(jq -cS . $DOCKER_CFG)" \

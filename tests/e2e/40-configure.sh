@@ -79,6 +79,10 @@ up() { # ENGINE NAME [args]
         fi
         t_ok "0.1 $n: --uninstall$([ $direct = 0 ] || echo " straight from 0.1's file")" "${c[@]}" --uninstall
         if [ -e "$b" ]; then t_ok "0.1 $n: byte-for-byte the original" cmp "$f" "$b"
+        # (resview was dockerd's default: dockerd's own is written, since its
+        # reload keeps a default no file sets)
+        elif [ "$n" = new-daemon.json ]; then
+            t_eq "0.1 $n: only dockerd's own default runtime is left" "$(jq -c . "$f")" '{"default-runtime":"runc"}'
         else t_ok "0.1 $n: the file 0.1 created is removed" test ! -e "$f"; fi
     done
 }

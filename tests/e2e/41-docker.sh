@@ -1,6 +1,8 @@
 #!/bin/bash
 # 41-docker.sh - dockerd (Debian's docker.io) on private sockets and directories,
-# with resview registered by `resview configure --engine=docker` in its daemon.json.
+# with resview registered by `resview configure --engine=docker` in its daemon.json;
+# --uninstall where resview was the default: a reload alone brings plain
+# `docker run` back to runc.
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
 
@@ -69,9 +71,28 @@ wait_for sh -c "$DOCKER -H unix://$DOCKER_SOCK info 2>/dev/null | grep -q 'Defau
 out=$(run --cpus 1.5 rvtest:busybox /bin/env 2>&1)
 t_contains "default runtime resview: docker run without --runtime gets GOMAXPROCS=2" "$out" "GOMAXPROCS=2"
 
-t_ok "configure --uninstall" "$CLI" configure --engine=docker --config "$T/daemon.json" --uninstall
-t_ok "daemon.json restored byte for byte" cmp "$T/daemon.json" "$T/daemon.json.orig"
-# dockerd 20.10 adds runtimes on SIGHUP but does not drop them: restart it.
+# --uninstall while resview is dockerd's default: a reload keeps a default the
+# file does not set, so the file now sets dockerd's own (runc), and says that a
+# reload suffices (#42)
+out=$("$CLI" configure --engine=docker --config "$T/daemon.json" --uninstall 2>&1)
+t_eq "configure --uninstall: exit 0" "$?" 0
+t_contains "… says that resview was the default, what is now, and that a reload suffices" "$out" \
+    'docker: it had resview as its default runtime: `default-runtime` is now "runc" (dockerd'"'"'s own); reload dockerd (systemctl reload docker, or kill -HUP the dockerd pid) and plain docker run uses it'
+t_not_contains "… and offers no runtime it removed" "$out" "--runtime resview"
+t_ok "daemon.json: the original bytes, with \"default-runtime\": \"runc\" first" \
+    cmp "$T/daemon.json" <(sed '1a\  "default-runtime": "runc",' "$T/daemon.json.orig")
+kill -HUP "$DOCKERD_PID"
+wait_for sh -c "$DOCKER -H unix://$DOCKER_SOCK info 2>/dev/null | grep -q 'Default Runtime: runc'"
+out=$(run --cpus 1.5 rvtest:busybox /bin/env 2>&1)
+t_contains "after the reload only (no restart), a plain docker run starts" "$out" "PATH="
+t_not_contains "… through runc (no GOMAXPROCS)" "$out" "GOMAXPROCS"
+
+# dockerd adds runtimes on SIGHUP but does not drop them: a restart does (the
+# message of an uninstall where resview was not the default says so)
+"$CLI" configure --engine=docker --config "$T/daemon.json" --runtime-path "$RUNTIME" >/dev/null
+out=$("$CLI" configure --engine=docker --config "$T/daemon.json" --uninstall 2>&1)
+t_contains "configure --uninstall, resview not the default: dockerd needs nothing, a restart drops the runtime" "$out" \
+    "docker: nothing to do for containers that name no runtime; dockerd lists the removed runtime until it restarts (systemctl restart docker): a reload does not drop it"
 dockerd_stop
 dockerd_start "$T/daemon.json" || exit 1
 out=$(run --runtime resview rvtest:busybox /bin/true 2>&1)

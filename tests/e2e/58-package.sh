@@ -7,7 +7,10 @@
 # running containers keep their views and variables, their exec sessions still
 # get the variables, new containers start through the new binaries, and
 # `resview repair` (N+1's) heals the views after an LXCFS restart that follows
-# the upgrade. Then purge: the containers keep running. Nothing of resview may
+# the upgrade. docker's default file configured --set-as-default: `apt remove`
+# writes dockerd's own default runtime and says a reload suffices; after
+# kill -HUP alone a plain `docker run` starts. Then purge: the containers keep
+# running. Nothing of resview may
 # be installed on this host before (the package is purged at exit).
 source "$(dirname "$0")/../lib/common.sh"
 source "$TOP/tests/cri/engines.sh"
@@ -34,12 +37,19 @@ t_cleanup "lxcfs_stop $LXCFS_DIR"
 HOOK=/usr/bin/resview-hook rv_config "$T/config.json"
 export RESVIEW_CONFIG=$T/config.json
 
-printf '{\n  "log-level": "warn"\n}\n' >"$T/daemon.json"
-t_ok "resview configure --engine docker --config (the private daemon's)" \
-    resview configure --engine docker --config "$T/daemon.json"
-t_eq "daemon.json names the package's runtime" "$(jq -r .runtimes.resview.path "$T/daemon.json")" /usr/bin/resview-runtime
+# docker's default file (the host's own kept aside): the removal takes resview
+# out of it; resview is dockerd's default runtime
+DJ=/etc/docker/daemon.json
+[ -e $DJ ] && cp -a $DJ "$T/daemon.json.host"
+t_cleanup "rm -f $DJ $DJ.resview-backup; [ -e $T/daemon.json.host ] && cp -a $T/daemon.json.host $DJ"
+mkdir -p /etc/docker && printf '{\n  "log-level": "warn"\n}\n' >$DJ
+cp $DJ "$T/daemon.json.operator"
+t_ok "resview configure --engine docker --set-as-default (its default file)" \
+    resview configure --engine docker --set-as-default
+t_eq "daemon.json names the package's runtime, the default" \
+    "$(jq -r '.runtimes.resview.path + " " + ."default-runtime"' $DJ)" "/usr/bin/resview-runtime resview"
 ctd_start || exit 1
-dockerd_start "$T/daemon.json" || exit 1
+dockerd_start $DJ || exit 1
 rv_image_tar "$T/img.tar"
 dk import "$T/img.tar" rvtest:busybox >/dev/null
 python3 "$TOP/hooks/kubernetes/image/oci-image.py" "$T/img.tar" "$T/oci.tar" resview.test/busybox:1 /bin/sleep 2147483647
@@ -94,6 +104,21 @@ out=$(resview repair 2>&1)
 t_eq "resview repair (N+1): exit 0" "$?" 0
 views docker "repaired by N+1"
 views containerd "repaired by N+1"
+
+# apt remove under the live dockerd whose default runtime is resview: the
+# removal writes dockerd's own default and says that a reload suffices; after
+# that reload alone, a plain docker run starts (#42)
+out=$(apt_ remove resview 2>&1); rc=$?
+t_eq "apt-get remove: exit 0" "$rc" 0
+t_contains "remove: says what dockerd needs, a reload" "$out" \
+    'docker: it had resview as its default runtime: `default-runtime` is now "runc" (dockerd'"'"'s own); reload dockerd (systemctl reload docker, or kill -HUP the dockerd pid) and plain docker run uses it'
+t_not_contains "remove: offers no runtime it removed" "$out" "--runtime resview"
+t_eq "remove: daemon.json is the operator's, with dockerd's own default" "$(jq -cS . $DJ)" \
+    "$(jq -cS '. + {"default-runtime": "runc"}' "$T/daemon.json.operator")"
+kill -HUP "$DOCKERD_PID"
+wait_for sh -c "$DOCKER -H unix://$DOCKER_SOCK info 2>/dev/null | grep -q 'Default Runtime: runc'"
+out=$(dk run --rm --cgroup-parent "$ENGINE_CG_PARENT" rvtest:busybox /bin/echo plain-run 2>&1)
+t_line "after the removal and the reload it names (nothing restarted), a plain docker run starts" "$out" plain-run
 
 # purge: the containers keep running
 out=$(apt_ purge resview 2>&1); rc=$?

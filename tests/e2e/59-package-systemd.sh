@@ -5,8 +5,9 @@
 # enabled and active beside the node's own lxcfs.service; a container started
 # through the package's resview-runtime with the package's configuration reads
 # LXCFS's /proc/meminfo; `systemctl restart lxcfs` and its views come back
-# with no command (the unit's `resview watch`); purge: the unit is gone and the
-# container keeps running. Needs systemd as init: the v2 guests (make check's
+# with no command (the unit's `resview watch`); purge, while a user's FUSE
+# mount that never answers sits in users/: the unit is gone, the user's mount
+# goes with its directory, and the container keeps running. Needs systemd as init: the v2 guests (make check's
 # Debian 13 share); this host has none, said in one line.
 source "$(dirname "$0")/../lib/common.sh"
 [ -d /run/systemd/system ] ||
@@ -52,8 +53,23 @@ healed() { for _ in $(seq 100); do [ "$(mem)" = "MemTotal: 262144 kB" ] && retur
 t_ok "lxcfs.service restarted: the views heal with no command (resview-watch)" healed
 t_contains "the log says watch repaired it" "$(cat /var/log/resview.log 2>/dev/null)" "$ID"
 
-out=$(apt_ purge resview 2>&1); rc=$?
+# a user's FUSE file system that never answers, mounted through fusermount3
+# in a directory of the user's in users/ (1733, where /run is a tmpfs of its
+# own): the purge neither enters nor waits on it, and it goes with its directory
+mkdir -p /run/resview/users && chmod 0711 /run/resview && chmod 1733 /run/resview/users
+install -d -m 0755 "$T/u" && chmod 0711 "$T" && gcc -O2 -o "$T/u/fuse-user" "$TOP/tests/lib/fuse-user.c"
+stat -c %a /dev/fuse >"$T/fuse.mode" && chmod 0666 /dev/fuse && t_cleanup "chmod $(cat "$T/fuse.mode") /dev/fuse"
+setpriv --reuid=65534 --regid=65534 --clear-groups mkdir /run/resview/users/nobody
+setsid setpriv --reuid=65534 --regid=65534 --clear-groups "$T/u/fuse-user" /run/resview/users/nobody >"$T/fu.out" 2>&1 &
+t_cleanup "kill -KILL -- -$!"
+for _ in $(seq 100); do grep -qs ready "$T/fu.out" && break; sleep 0.1; done
+t_eq "(a user's FUSE mount in users/)" "$(grep -c ' /run/resview/users/nobody ' /proc/self/mountinfo)" 1
+start=$SECONDS
+out=$(timeout 150 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
+echo "# purge: $((SECONDS - start)) s"
 t_eq "apt purge: exit 0" "$rc" 0
+t_eq "purge: the user's mount went with its directory, nothing left, nothing said" \
+    "$(grep -c ' /run/resview/' /proc/self/mountinfo) $(grep -c 'resview: left' <<<"$out")" "0 0"
 t_eq "the unit is gone" "$(systemctl is-active resview-watch 2>&1; systemctl cat resview-watch >/dev/null 2>&1 || echo gone)" \
     "inactive"$'\n'"gone"
 t_eq "the container keeps running" "$(runc --root "$T/runc-root" state "$ID" | jq -r .status)" running
