@@ -102,6 +102,7 @@ same "lintian: no error, no warning" "$(grep -E '^(E|W):' <<<"$lint")" ""
 listing=$(dpkg -c "$T/n.deb" | awk '$1 !~ /^d/ {print $1, $2, $6, $7, $8}' | sed 's/ *$//' |
           sed 's| \./\(usr/\)\{0,1\}lib/systemd/system/| UNITDIR/|; s| \./| /|' | LC_ALL=C sort -k3)
 same "dpkg -c: exactly the expected files, modes and owners" "$listing" "$(LC_ALL=C sort -k3 <<'EOF'
+-rw-r--r-- root/root /etc/logrotate.d/resview
 -rw-r--r-- root/root /etc/resview/config.json
 -rw-r--r-- root/root UNITDIR/resview-watch.service
 -rwxr-xr-x root/root /usr/bin/resview
@@ -119,7 +120,8 @@ lrwxrwxrwx root/root /usr/share/man/man8/resview-runtime-fuse.8.gz -> resview-ru
 -rw-r--r-- root/root /usr/share/resview/seccomp.json
 EOF
 )"
-same "conffiles: the example configuration" "$(dpkg-deb --ctrl-tarfile "$T/n.deb" | tar -xO ./conffiles)" "/etc/resview/config.json"
+same "conffiles: the example configuration and the log's rotation" "$(dpkg-deb --ctrl-tarfile "$T/n.deb" | tar -xO ./conffiles)" \
+    "$(printf '/etc/resview/config.json\n/etc/logrotate.d/resview')"
 same "the example configuration is hooks/debian/config.json" \
     "$(dpkg-deb --fsys-tarfile "$T/n.deb" | tar -xO ./etc/resview/config.json | sha256sum)" "$(sha256sum <hooks/debian/config.json)"
 depends=$(dpkg-deb -f "$T/n.deb" Depends)
@@ -300,7 +302,8 @@ make -s --no-print-directory BUILD="$BUILD" install DESTDIR="$R" >"$T/install.lo
 same "make install DESTDIR: exit 0" "$?" 0
 inst=$(cd "$R" && find . ! -type d | sed 's|^\.||' | sort)
 same "make install: the package's set under PREFIX (/usr/local)" "$inst" \
-"/etc/resview/config.json
+"/etc/logrotate.d/resview
+/etc/resview/config.json
 /usr/local/bin/resview
 /usr/local/bin/resview-hook
 /usr/local/bin/resview-runtime
