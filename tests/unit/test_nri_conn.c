@@ -110,6 +110,37 @@ static void test_lock(void)
     waitpid(pid, &status, 0);
     ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
        "another process: the same socket refused naming the holder's pid, another socket taken");
+
+    /* one socket, other spellings: its directory through `.`, `//`, `..`, a
+     * link to it (as /var/run to /run), a relative path */
+    char link[256], path[256];
+    snprintf(link, sizeof(link), "%s/link", tmp);
+    snprintf(path, sizeof(path), "%s/sub", tmp);
+    ok(symlink(tmp, link) == 0 && mkdir(path, 0755) == 0, "a link to the socket's directory, a directory in it");
+    pid = fork();
+    if (pid == 0) {
+        const char *tail[] = { "/./a.sock", "//a.sock", "/sub/../a.sock", "/link/a.sock",
+                               "/link/./link//a.sock" };
+        int refused = 0, fd2 = -1;
+        struct rv_nri_status *st2;
+        struct rv_error e2;
+        char spelled[300];
+        for (int i = 0; i < 5; i++) {
+            snprintf(spelled, sizeof(spelled), "%s%s", tmp, tail[i]);
+            refused += rv_nri_lock(&cfg, spelled, &fd2, &st2, &e2) < 0 && e2.errnum == EBUSY;
+        }
+        if (chdir(link) == 0)
+            refused += rv_nri_lock(&cfg, "a.sock", &fd2, &st2, &e2) < 0 && e2.errnum == EBUSY;
+        _exit(refused == 6 ? 0 : 10 + refused);
+    }
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "the same socket spelled six other ways (`.`, `//`, `..`, a linked directory, relative): refused "
+       "(exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    char id1[PATH_MAX], id2[PATH_MAX];
+    ok(rv_nri_socket_identity("/nonexistent-rv//x/./y/../nri.sock", id1, sizeof(id1)) == 0 &&
+       strcmp(id1, "/nonexistent-rv/x/nri.sock") == 0 && rv_nri_socket_identity("/nri.sock", id2, sizeof(id2)) == 0 &&
+       strcmp(id2, "/nri.sock") == 0, "a directory not there yet: cleaned as written (%s, %s)", id1, id2);
     close(fd);
     munmap(st, sizeof(*st));
 }
