@@ -112,6 +112,13 @@ struct rv_nri_status {
     volatile uint64_t answered; /* calls answered */
     volatile int64_t busy_ms;   /* a call read and not answered yet since (CLOCK_REALTIME ms), or 0 */
     volatile int64_t last_ms;   /* the last answer (CLOCK_REALTIME ms), or 0 */
+    /* registrations the runtime closed during Synchronize (after Configure,
+     * before its last message): in a row (0 once one completes), in all */
+    volatile uint64_t sync_closed, sync_closed_total;
+    volatile int64_t sync_closed_ms;    /* the last such close (CLOCK_REALTIME ms) */
+    volatile int64_t retry_ms;          /* the next registration after it (CLOCK_REALTIME ms) */
+    volatile uint32_t sync_msgs;        /* the messages of the Synchronize going on or last */
+    volatile uint32_t sync_containers;  /* the containers they named */
 };
 #define RV_NRI_STATUS_MAGIC "rvnri1\n"
 /* Take the lock of socket's instance and map its status (*st, filled with
@@ -170,18 +177,35 @@ int rv_nri_serving(const struct rv_config *cfg, const struct rv_nri_registration
  * answering since 2026-...Z (...)". */
 void rv_nri_serving_say(int state, long long since_ms, const char *why, char *out, size_t size);
 
-/* Synchronize (nri_sync.c): the running containers resview serves, kept
- * from each message (rv_nri_sync_take, no system call), then, once the answer
- * is sent, given their views in a child of the plugin (rv_nri_sync_start):
- * each that has no record gets one and repair attaches it; said once per
- * container in the log and in a file `nri-sync` of its record (doctor). */
+/* Synchronize (nri_sync.c). Each message is read as it comes (from the
+ * wire, no protobuf unpack: ids, pids, states, pod handlers and the
+ * resview.io requests kept, everything else, the tenants' variables
+ * included, skipped without a copy) and answered at once; after the last
+ * one's answer, a child of the plugin decides which running containers
+ * resview serves (rv_nri_adjust, as at CreateContainer) and gives those
+ * without a record their views (rv_nri_sync_start): each gets a record,
+ * repair attaches it, said once per container in the log and in a file
+ * `nri-sync` of its record (doctor). */
 struct rv_nri_sync;
 #define RV_NRI_SYNC_FILE "nri-sync"
-int rv_nri_sync_take(struct rv_nri_plugin *p, const void *sync_request);
+/* One SynchronizeRequest's payload (len bytes): 0, -1 (malformed: what came
+ * before the fault is kept, and the synchronization ends with it), -2 (out
+ * of memory). *more: the runtime's "more" (false after a fault). */
+int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *msg, size_t len, bool *more);
+/* Whether the plugin is in Synchronize (configured, its last message not
+ * come yet), with the messages, containers and bytes of it so far. */
+bool rv_nri_sync_pending(const struct rv_nri_plugin *p, size_t *msgs, size_t *containers, size_t *bytes);
+/* The runtime went away in the middle of it: what came is decided on. */
+void rv_nri_sync_end(struct rv_nri_plugin *p);
 /* After the last message's answer: start the child (none when nothing to
  * do); the descriptors in close_fds (-1 ends) are closed in it. */
 void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds);
 void rv_nri_sync_free(struct rv_nri_plugin *p);
+/* What the instance on socket says of its registrations that the runtime
+ * closed during Synchronize (its status, if its process lives): 1 with one
+ * line in out (how many in a row, the last when, after how many messages
+ * and containers, the next try), 0 none since the last that completed. */
+int rv_nri_sync_trouble(const struct rv_config *cfg, const char *socket, char *out, size_t size);
 
 /* Run the plugin on socket until killed: connect, register, answer;
  * reconnect with backoff when the runtime goes away (nri_plugin.c). */

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -24,6 +25,12 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
+/* After a registration the runtime closed during Synchronize: a runtime
+ * that crashes on it (containerd 2.1.5's NRI) must not be crashed in a
+ * loop, nor one whose split fails kept busy. 15 s, doubling for each in a
+ * row, at most 5 min (RESVIEW_NRI_SYNC_BACKOFF_MS: the first wait). */
+#define SYNC_BACKOFF_MS 15000
+#define SYNC_BACKOFF_MAX_MS 300000
 #define WRITE_TIMEOUT_S 5
 /* NRI's default registration timeout is 5 s: the runtime's Configure comes
  * well before this, or the runtime is not listening to us */
@@ -240,6 +247,37 @@ out:
     return r;
 }
 
+/* The connection ended while the runtime was synchronizing us: said at
+ * warn with what came and the runtime's likely reason, counted in the
+ * status (doctor, readiness), and the wait before the next registration. */
+static long sync_closed(struct rv_nri_plugin *p, const char *how)
+{
+    size_t msgs, containers, bytes;
+    const char *env = getenv("RESVIEW_NRI_SYNC_BACKOFF_MS");
+    long base = env && atol(env) > 0 ? atol(env) : SYNC_BACKOFF_MS, wait = base;
+    uint64_t row = 1;
+
+    rv_nri_sync_pending(p, &msgs, &containers, &bytes);
+    if (p->status) {
+        row = ++p->status->sync_closed;
+        p->status->sync_closed_total++;
+        p->status->sync_closed_ms = rv_nri_clock_ms();
+    }
+    for (uint64_t i = 1; i < row && wait < SYNC_BACKOFF_MAX_MS; i++)
+        wait *= 2;
+    wait = wait > SYNC_BACKOFF_MAX_MS && base < SYNC_BACKOFF_MAX_MS ? SYNC_BACKOFF_MAX_MS : wait;
+    if (p->status)
+        p->status->retry_ms = rv_nri_clock_ms() + wait;
+    rv_log(RV_WARN, "NRI: the runtime closed the connection during Synchronize (%s; %zu messages answered, "
+           "naming %zu containers, %.1f MiB): its split of the running containers into messages failed "
+           "(containerd: \"failed to synchronize plugin with split messages\", when a few containers' "
+           "environments exceed one message of 4 MiB) or it crashed on it (containerd 2.1.5 with large "
+           "environments); its log says which. Containers created until a registration completes start "
+           "without variables or views; %llu in a row: registering again in %ld s", how, msgs, containers,
+           (double)bytes / (1 << 20), (unsigned long long)row, wait / 1000);
+    return wait;
+}
+
 int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_error *err)
 {
     struct rv_host host;
@@ -294,10 +332,21 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
         if (p.hook_missing)
             rv_log(RV_WARN, "NRI: the hook `%s` cannot be run here: containers get no LXCFS views",
                    cfg->hook_path);
-        long start = rv_now_ms();
+        long start = rv_now_ms(), wait = 0;
+        size_t msgs, containers, bytes;
         int how = session(&p, fd, &e);
+        if (rv_nri_sync_pending(&p, &msgs, &containers, &bytes)) {
+            /* what came is healed: those containers' views need no NRI */
+            int keep[] = { fd, lock_fd, -1 };
+            wait = sync_closed(&p, how < 0 || how == 1 ? e.msg : "closed between messages");
+            rv_nri_sync_end(&p);
+            rv_nri_sync_start(&p, keep);
+        }
         rv_nri_sync_free(&p);
-        if (how < 0)
+        if (wait > 0) {
+            sleep_ms(wait);
+            continue;
+        } else if (how < 0)
             rv_log(RV_ERROR, "%s; connecting again", e.msg);
         else if (how == 1)
             rv_log(RV_ERROR, "NRI: the runtime closed the connection: containers created meanwhile get "

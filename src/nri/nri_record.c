@@ -456,3 +456,30 @@ void rv_nri_serving_say(int state, long long since_ms, const char *why, char *ou
     else
         snprintf(out, size, "serving%s%s%s", why[0] ? " (" : "", why, why[0] ? ")" : "");
 }
+
+int rv_nri_sync_trouble(const struct rv_config *cfg, const char *socket_path, char *out, size_t size)
+{
+    char path[PATH_MAX], at[40] = "?", next[64] = "";
+    cleanup_close int fd = -1;
+    struct rv_nri_status st;
+    unsigned long long start;
+
+    out[0] = '\0';
+    if (lock_path(cfg, socket_path, path, sizeof(path)) < 0 ||
+        (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        pread(fd, &st, sizeof(st), 0) != (ssize_t)sizeof(st) ||
+        memcmp(st.magic, RV_NRI_STATUS_MAGIC, sizeof(st.magic)) != 0 || st.pid <= 0 ||
+        start_time(st.pid, &start) < 0 || start != st.start || st.sync_closed == 0)
+        return 0;
+    time_t t = (time_t)(st.sync_closed_ms / 1000);
+    struct tm tm;
+    strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    long long left = st.retry_ms - rv_nri_clock_ms();
+    if (left > 0)
+        snprintf(next, sizeof(next), "; it registers again in %lld s", (left + 999) / 1000);
+    snprintf(out, size, "the runtime closed its connection during Synchronize %llu times in a row (%llu in all; "
+             "the last at %s, after %u messages naming %u containers): containers created meanwhile start "
+             "without variables or views%s", (unsigned long long)st.sync_closed,
+             (unsigned long long)st.sync_closed_total, at, st.sync_msgs, st.sync_containers, next);
+    return 1;
+}

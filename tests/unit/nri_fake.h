@@ -143,4 +143,16 @@ static FAKE_UNUSED int runtime_call(int fd, struct rv_mux_in *in, uint32_t strea
     return *resp ? 0 : -1;
 }
 
+/* An empty Synchronize (one message, nothing running): what the runtime
+ * sends right after Configure. */
+static FAKE_UNUSED int sync_empty(int fd, struct rv_mux_in *in, uint32_t stream)
+{
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    Ttrpc__Response *resp = NULL;
+    int r = runtime_call(fd, in, stream, "Synchronize", &sync.base, &resp);
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    return r;
+}
+
 #endif

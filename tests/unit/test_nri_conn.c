@@ -162,7 +162,8 @@ static void test_plugin(void)
     int fd = accept_register(lfd, &in);
     ok(fd >= 0, "the plugin registered");
     conf_init(&conf, 1000);
-    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured (request timeout 1 s)");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && sync_empty(fd, &in, 2001) == 0,
+       "configured (request timeout 1 s), synchronized");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &reg) == RV_NRI_REG_LIVE && reg.pid == pid && reg.ino > 0 &&
        reg.timeout_ms == 1000, "the record names the plugin, its connection's inode and the timeout");
@@ -211,7 +212,8 @@ static void test_plugin(void)
                "re-registration, not variables ("), "the dropped call is logged as such");
     ok(wait_record(RV_NRI_REG_NONE, &now) == RV_NRI_REG_NONE, "until configured again, no record");
     conf_init(&conf, 1000);
-    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && sync_empty(fd, &in, 2001) == 0,
+       "configured again, synchronized");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &now) == RV_NRI_REG_LIVE && now.ino != reg.ino,
        "the new record names the new connection");
@@ -424,6 +426,7 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     signal(SIGPIPE, SIG_IGN);
+    setenv("RESVIEW_NRI_SYNC_BACKOFF_MS", "300", 1);
     rv_config_defaults(&cfg);
     strcpy(cfg.hook_path, "/bin/true");
     strcpy(cfg.hook_stage, "prestart");
