@@ -35,9 +35,13 @@ struct rv_bytes {
     size_t off, len, cap;   /* the unread bytes are p[off..len) */
 };
 
-/* What came in on the socket, taken apart. */
+/* What came in on the socket, taken apart: each frame's payload goes to its
+ * connection's stream as it comes. */
 struct rv_mux_in {
-    struct rv_bytes trunk;     /* an unfinished multiplexer frame */
+    uint8_t hdr[RV_MUX_HDR];   /* a frame's header being read */
+    size_t hdr_len;
+    uint32_t cur;              /* the frame being read: its connection */
+    size_t left;               /* and the bytes of it still to come */
     struct rv_bytes conn[3];   /* the ttrpc streams of connections 1 and 2 */
     size_t taken[3];           /* bytes of the message rv_ttrpc_next returned last */
     uint64_t dropped;          /* bytes for connections nobody opened */
@@ -50,9 +54,19 @@ struct rv_ttrpc_msg {
     uint32_t len;
 };
 
-/* Take n bytes read from the socket: whole frames go to their connection's
- * stream. -1 on a frame no multiplexer sends (too long, connection 0). */
+/* Take n bytes read from the socket: frames' payloads go to their
+ * connection's stream. -1 on a frame no multiplexer sends (too long,
+ * connection 0). */
 int rv_mux_feed(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err);
+/* In the middle of a frame of connection 1 or 2: where the socket's next
+ * bytes may be read straight into (*room bytes, the rest of that frame; no
+ * copy of a 4 MiB Synchronize through a buffer of ours), then
+ * rv_mux_direct_done with what was read. NULL: read and rv_mux_feed. */
+uint8_t *rv_mux_direct(struct rv_mux_in *in, size_t *room);
+void rv_mux_direct_done(struct rv_mux_in *in, size_t n);
+/* Whether bytes of a message of conn came and not the whole of it (or of
+ * the frame being read). */
+bool rv_mux_mid_call(const struct rv_mux_in *in, unsigned conn);
 /* The next whole ttrpc message of connection conn (1 or 2): 1 with *msg
  * filled, 0 when more bytes are needed, -1 when the stream is broken (a
  * length beyond ttrpc's limit). */

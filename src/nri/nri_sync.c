@@ -181,15 +181,24 @@ static int take_container(struct rv_nri_sync *s, const uint8_t *p, const uint8_t
     uint64_t k, len, v;
 
     while (p < end) {
-        if (*p == 0x42) {
-            /* env (8, length-delimited), tens of thousands of them: a tight
-             * loop, each one looked at only when it may be a request */
-            const uint8_t *q = p + 1;
-            if (q < end && *q < 0x80)
-                len = *q++;
-            else if (rv_pb_varint(&q, end, &len) < 0)
+        /* env (8, length-delimited), tens of thousands of them: a tight loop
+         * (key and a one-byte length read together: one load on the path
+         * from a variable to the next), each one looked at only when it may
+         * be a request */
+        while (end - p >= 2 && p[0] == 0x42 && p[1] < 0x80) {
+            const uint8_t *q = p + 2;
+            size_t n = p[1];
+            if (n > (size_t)(end - q))
                 return -1;
-            if (len > (uint64_t)(end - q))
+            if (__builtin_expect(n > 8 && q[0] == 'R', 0) && memcmp(q, "RESVIEW_", 8) == 0)
+                take_env(&c.env, q, n);
+            p = q + n;
+        }
+        if (p == end)
+            break;
+        if (*p == 0x42) {   /* a variable of 128 bytes or more */
+            const uint8_t *q = p + 1;
+            if (rv_pb_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
                 return -1;
             if (len > 8 && q[0] == 'R' && memcmp(q, "RESVIEW_", 8) == 0)
                 take_env(&c.env, q, len);
