@@ -61,7 +61,12 @@ int rv_pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
 int rv_pb_next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
                      uint64_t *len);
 long rv_nri_create_trim(const struct rv_config *cfg, uint8_t *buf, size_t len);
-const char *rv_nri_handler(const nri_pod *pod);   /* its runtime handler, "" when none */
+const char *rv_nri_handler(const nri_pod *pod);
+/* Synchronize's decision (nri_sync.c), which the healing child makes once
+ * the last message is answered: the containers kept that resview serves,
+ * each id once; their count. No system call but rv_nri_adjust's (the
+ * host's cgroup files): fuzzed. */
+size_t rv_nri_sync_decide(struct rv_nri_plugin *p);   /* its runtime handler, "" when none */
 
 /* The spec that the shim would see for this container, as far as the edits
  * read it: annotations (the pod's resview.io/ ones, then the container's

@@ -209,8 +209,16 @@ static int take_container(struct rv_nri_sync *s, const uint8_t *p, const uint8_t
         if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
             return -1;
         unsigned f = (unsigned)(k >> 3);
-        if (((f == 1 || f == 2 || f == 6 || f == 8) && WT(k) != 2) || ((f == 4 || f == 12) && WT(k) != 0))
+        if ((f == 1 || f == 2 || f == 6 || f == 8) && WT(k) != 2)
             return -1;
+        if ((f == 4 || f == 12) && WT(k) != 0) {
+            /* protobuf-c reads some number of it: no state, no pid we act on */
+            if (f == 4)
+                c.state = 0;
+            else
+                c.pid = 0;
+            continue;
+        }
         if (f == 1)
             c.bad |= !take_str(c.id, sizeof(c.id), data, len);
         else if (f == 2)
@@ -245,9 +253,16 @@ static int take_container(struct rv_nri_sync *s, const uint8_t *p, const uint8_t
 int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bool *more)
 {
     struct rv_nri_sync *s = p->sync;
-    const uint8_t *q = buf, *end = buf + len, *data;
+    const uint8_t *q, *end, *data;
     uint64_t k, n, v;
     int r = 0;
+
+    if (!buf) {   /* protobuf-c's empty bytes */
+        buf = (const uint8_t *)"";
+        len = 0;
+    }
+    q = buf;
+    end = buf + len;
 
     *more = false;
     if (!s && !(s = p->sync = calloc(1, sizeof(*s))))
@@ -277,8 +292,14 @@ int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bo
             rv_pb_varint(&at, end, &k);
             rv_pb_varint(&at, end, &v);
             *more = v != 0;
-        } else if (k >> 3 == 3)
-            r = -1;
+        } else if (k >> 3 == 3) {
+            /* another wire type: protobuf-c takes any byte of it (its
+             * length's included) with a bit of 0x7f set as true */
+            rv_pb_varint(&at, end, &k);
+            *more = false;
+            for (; at < q; at++)
+                *more |= (*at & 0x7f) != 0;
+        }
     }
     if (r < 0)
         *more = false;   /* no more of a broken synchronization: decide on what came */
@@ -347,7 +368,7 @@ static const struct sync_pod *pod_of(const struct rv_nri_sync *s, const char *id
     if (!id[0] || strlen(id) >= sizeof(key.id))
         return NULL;
     strcpy(key.id, id);
-    const struct sync_pod *pod = bsearch(&key, s->pods, s->n_pods, sizeof(*s->pods), by_pod_id);
+    const struct sync_pod *pod = s->n_pods ? bsearch(&key, s->pods, s->n_pods, sizeof(*s->pods), by_pod_id) : NULL;
     /* the first of an id (they are sorted stably enough: any of equal ids
      * is as good, but a bad one is no pod) */
     return pod && !pod->bad ? pod : NULL;
@@ -411,13 +432,19 @@ static bool served(struct rv_nri_plugin *p, const struct sync_pod *sp, const str
 
 /* The containers to look at, from all the messages: those served, each id
  * once (an id named twice, with whatever pids, is left alone). They are
- * moved to the front of s->c, s->n of them. */
-static void decide(struct rv_nri_plugin *p, struct rv_nri_sync *s)
+ * moved to the front of s->c, s->n of them; the count returned. */
+size_t rv_nri_sync_decide(struct rv_nri_plugin *p)
 {
-    size_t total = s->n + s->over, kept = 0, twice = 0;
+    struct rv_nri_sync *s = p->sync;
+    size_t total, kept = 0, twice = 0;
 
-    qsort(s->pods, s->n_pods, sizeof(*s->pods), by_pod_id);
-    qsort(s->c, s->n, sizeof(*s->c), by_id);
+    if (!s)
+        return 0;
+    total = s->n + s->over;
+    if (s->n_pods)
+        qsort(s->pods, s->n_pods, sizeof(*s->pods), by_pod_id);
+    if (s->n)
+        qsort(s->c, s->n, sizeof(*s->c), by_id);
     for (size_t i = 0; i + 1 < s->n; i++)
         if (s->c[i].id[0] && strcmp(s->c[i].id, s->c[i + 1].id) == 0) {
             twice += !s->c[i].bad;
@@ -433,6 +460,7 @@ static void decide(struct rv_nri_plugin *p, struct rv_nri_sync *s)
         rv_log(RV_WARN, "NRI: Synchronize named more than %d containers or %d pods: %zu beyond them left alone "
                "(repair or watch gives them views)", SYNC_MAX, SYNC_PODS_MAX, s->over);
     s->n = kept;
+    return kept;
 }
 
 /* The views record of a container the hook never saw: its process (pid and
@@ -491,7 +519,7 @@ static void sync_child(struct rv_nri_plugin *p, struct rv_nri_sync *s)
     FILE *out;
     char **ids;
 
-    decide(p, s);
+    rv_nri_sync_decide(p);
     if (!(out = fopen("/dev/null", "we")))
         return;
     ids = calloc(s->n + 1, sizeof(*ids));

@@ -857,6 +857,24 @@ static void seeds(const char *dir)
     annotate(&f, "resview.io/gomaxprocs", "false");
     annotate_pod(&f, "resview.io/lxcfs", "false");
     write_seed(dir, "create-payload", 1, buf, protobuf_c_message_pack(&f.req.base, buf));
+    /* two Synchronize messages (fuzz_nri's mode 3: cut at 0xff): the
+     * fixture's pod and container with its variables, more; then the last */
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    nri_pod *podp = &f.pod;
+    nri_container *cp = &f.c;
+    f.c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
+    f.c.pid = 1;
+    sync.pods = &podp;
+    sync.n_pods = 1;
+    sync.containers = &cp;
+    sync.n_containers = 1;
+    sync.more = 1;
+    size_t n1 = protobuf_c_message_pack(&sync.base, buf);
+    buf[n1++] = 0xff;
+    sync.n_pods = 0;
+    sync.more = 0;
+    n1 += protobuf_c_message_pack(&sync.base, buf + n1);
+    write_seed(dir, "sync-payloads", 3, buf, n1);
     Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
     conf.runtime_name = "containerd";
     uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, "Configure", &conf.base, &len);
