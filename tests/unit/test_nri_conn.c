@@ -8,7 +8,8 @@
  * running containers resview serves and that have no record get one (and a
  * note for doctor), the others are left alone.
  * RESVIEW_NRI_FAKE="SOCK ID PID CGROUPS_PATH": be the fake runtime for e2e
- * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin. */
+ * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin (accept, sync-fail,
+ * call, close). */
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
@@ -661,6 +662,19 @@ static int fake_runtime(const char *arg)
             ttrpc__response__free_unpacked(resp, NULL);
             stream += 2;
             printf("synchronized in %ld ms\n", rv_now_ms() - t0);
+        } else if (strncmp(line, "sync-fail", 9) == 0) {
+            /* a registration closed during Synchronize, as containerd does
+             * when its split fails: Configure, then the connection closed */
+            for (int i = 0; i < 20 && (fd = accept_register(lfd, &in)) < 0; i++)
+                rv_mux_in_free(&in);
+            conf_init(&conf, 1000);
+            if (fd < 0 || runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) < 0)
+                return 1;
+            ttrpc__response__free_unpacked(resp, NULL);
+            close(fd);
+            rv_mux_in_free(&in);
+            fd = -1;
+            printf("sync failed\n");
         } else if (strncmp(line, "call", 4) == 0) {
             /* a call, not waited for (the plugin may be stopped) */
             if (send_call(fd, stream, "Shutdown", NULL) < 0)
