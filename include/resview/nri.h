@@ -221,6 +221,11 @@ void rv_nri_sync_free(struct rv_nri_plugin *p);
  * and containers, the next try), 0 none since the last that completed. */
 int rv_nri_sync_trouble(const struct rv_config *cfg, const char *socket, char *out, size_t size);
 
+/* The first wait after a registration the runtime closed during
+ * Synchronize, in ms (0: 15 s); it doubles for each in a row, up to 5 min.
+ * `resview nri` takes it from RESVIEW_NRI_SYNC_BACKOFF_MS. */
+extern long rv_nri_sync_backoff_ms;
+
 /* Run the plugin on socket until killed: connect, register, answer;
  * reconnect with backoff when the runtime goes away (nri_plugin.c). */
 int rv_nri_run(const struct rv_config *cfg, const char *socket, struct rv_error *err);

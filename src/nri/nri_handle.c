@@ -130,7 +130,7 @@ static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len,
 
     if (r == -1)
         rv_log(RV_WARN, "NRI: Synchronize: a message that is no SynchronizeRequest (%zu bytes): the "
-               "containers named before the fault are looked at, the others are left to repair or watch", len);
+               "containers named before the fault are looked at, the others only at a Synchronize that is read whole", len);
     else if (r == -2)
         rv_log(RV_WARN, "NRI: Synchronize: out of memory: the containers created meanwhile get no views");
     resp.more = more;

@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,9 +27,11 @@
 /* After a registration the runtime closed during Synchronize: a runtime
  * that crashes on it (containerd 2.1.5's NRI) must not be crashed in a
  * loop, nor one whose split fails kept busy. 15 s, doubling for each in a
- * row, at most 5 min (RESVIEW_NRI_SYNC_BACKOFF_MS: the first wait). */
+ * row, at most 5 min (rv_nri_sync_backoff_ms: the first wait). */
 #define SYNC_BACKOFF_MS 15000
 #define SYNC_BACKOFF_MAX_MS 300000
+
+long rv_nri_sync_backoff_ms;
 #define WRITE_TIMEOUT_S 5
 /* NRI's default registration timeout is 5 s: the runtime's Configure comes
  * well before this, or the runtime is not listening to us */
@@ -259,8 +260,7 @@ out:
 static long sync_closed(struct rv_nri_plugin *p, const char *how)
 {
     size_t msgs, containers, bytes;
-    const char *env = getenv("RESVIEW_NRI_SYNC_BACKOFF_MS");
-    long base = env && atol(env) > 0 ? atol(env) : SYNC_BACKOFF_MS, wait = base;
+    long base = rv_nri_sync_backoff_ms > 0 ? rv_nri_sync_backoff_ms : SYNC_BACKOFF_MS, wait = base;
     uint64_t row = 1;
 
     rv_nri_sync_pending(p, &msgs, &containers, &bytes);

@@ -458,7 +458,7 @@ size_t rv_nri_sync_decide(struct rv_nri_plugin *p)
            twice ? " (some ids named twice: left alone)" : "");
     if (s->over)
         rv_log(RV_WARN, "NRI: Synchronize named more than %d containers or %d pods: %zu beyond them left alone "
-               "(repair or watch gives them views)", SYNC_MAX, SYNC_PODS_MAX, s->over);
+               "(no views for those without a record)", SYNC_MAX, SYNC_PODS_MAX, s->over);
     s->n = kept;
     return kept;
 }
@@ -556,8 +556,8 @@ void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds)
         return;
     /* a grandchild: nobody waits for it, nothing of the plugin's waits on it */
     if ((pid = fork()) < 0) {
-        rv_log(RV_WARN, "NRI: Synchronize: fork: %s (repair or watch gives their views later)",
-               strerror(errno));
+        rv_log(RV_WARN, "NRI: Synchronize: fork: %s (the containers without a record get no views until "
+               "the next registration)", strerror(errno));
         return;
     }
     if (pid == 0) {

@@ -1147,7 +1147,7 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     /* the plugin's registrations closed before a Synchronize: again at once */
-    setenv("RESVIEW_NRI_SYNC_BACKOFF_MS", "100", 1);
+    rv_nri_sync_backoff_ms = 100;
     rv_config_defaults(&cfg);
     strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
     strcpy(cfg.log_file, "/dev/null");

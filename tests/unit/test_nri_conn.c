@@ -698,7 +698,7 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     signal(SIGPIPE, SIG_IGN);
-    setenv("RESVIEW_NRI_SYNC_BACKOFF_MS", "300", 1);
+    rv_nri_sync_backoff_ms = 300;
     rv_config_defaults(&cfg);
     strcpy(cfg.hook_path, "/bin/true");
     strcpy(cfg.hook_stage, "prestart");
