@@ -108,9 +108,9 @@ int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err
 /* Whether the runtime's answer to it says yes (-1 with its reason). */
 int rv_nri_register_result(const uint8_t *resp, size_t len, struct rv_error *err);
 
-/* The socket's identity, whatever its spelling: its directory's real path
- * (symlinks resolved; lexically cleaned when it does not exist yet) and its
- * name: `DIR/nri.sock`, `DIR/./nri.sock` and `DIR//nri.sock` are one, and
+/* The socket's identity, whatever its spelling: its real path once it
+ * exists, else its directory's real path (symlinks resolved; lexically
+ * cleaned when it does not exist yet) and its name: `DIR/nri.sock`, `DIR/./nri.sock` and `DIR//nri.sock` are one, and
  * so are /var/run/nri/nri.sock and /run/nri/nri.sock where /var/run is a
  * link to /run. -1 when too long. */
 int rv_nri_socket_identity(const char *socket, char *out, size_t size);

@@ -102,6 +102,9 @@ int rv_nri_socket_identity(const char *socket_path, char *out, size_t size)
 
     if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return lexical(socket_path, out, size);
+    /* there, the socket's own real path (a link to it is the same socket) */
+    if (realpath(socket_path, real))
+        return rv_snprintf(out, size, "%s", real) < 0 ? -1 : 0;
     if (rv_snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - socket_path) : 1,
                     slash ? socket_path : ".") < 0)
         return -1;
