@@ -30,8 +30,6 @@
  * row, at most 5 min (rv_nri_sync_backoff_ms: the first wait). */
 #define SYNC_BACKOFF_MS 15000
 #define SYNC_BACKOFF_MAX_MS 300000
-
-long rv_nri_sync_backoff_ms;
 #define WRITE_TIMEOUT_S 5
 /* NRI's default registration timeout is 5 s: the runtime's Configure comes
  * well before this, or the runtime is not listening to us */
@@ -41,6 +39,8 @@ long rv_nri_sync_backoff_ms;
  * handler removes it if it is still that (open, read, flock, unlink and
  * _exit are async-signal-safe); the signals are blocked while the loop
  * writes or removes it. */
+long rv_nri_sync_backoff_ms;
+
 static char record_path[PATH_MAX], record_lock[PATH_MAX];
 static char *record_text;
 static volatile sig_atomic_t record_written;
@@ -277,8 +277,8 @@ static long sync_closed(struct rv_nri_plugin *p, const char *how)
     rv_log(RV_WARN, "NRI: the runtime closed the connection during Synchronize (%s; %zu messages answered, "
            "naming %zu containers, %.1f MiB): its split of the running containers into messages failed "
            "(containerd: \"failed to synchronize plugin with split messages\", when a few containers' "
-           "environments exceed one message of 4 MiB) or it crashed on it (containerd 2.1.5 with large "
-           "environments); its log says which. Containers created until a registration completes start "
+           "environments exceed one message of 4 MiB) or it crashed on it (its split panics when fewer "
+           "than 4 pods are left to send); its log says which. Containers created until a registration completes start "
            "without variables or views; %llu in a row: registering again in %ld s", how, msgs, containers,
            (double)bytes / (1 << 20), (unsigned long long)row, wait / 1000);
     return wait;
@@ -342,9 +342,11 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
         size_t msgs, containers, bytes;
         int how = session(&p, fd, &e);
         if (rv_nri_sync_pending(&p, &msgs, &containers, &bytes)) {
-            /* what came is healed: those containers' views need no NRI */
+            /* the runtime went away (a close, a reset: a crash) during it;
+             * what came is healed either way: those views need no NRI */
             int keep[] = { fd, lock_fd, -1 };
-            wait = sync_closed(&p, how < 0 || how == 1 ? e.msg : "closed between messages");
+            if (how >= 0 || e.errnum == ECONNRESET || e.errnum == EPIPE)
+                wait = sync_closed(&p, how != 0 ? e.msg : "closed between messages");
             rv_nri_sync_end(&p);
             rv_nri_sync_start(&p, keep);
         }
