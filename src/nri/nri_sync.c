@@ -7,10 +7,19 @@
  * record gets a views record (as the hook writes it, naming the process, its
  * mount namespace and its root) and repair attaches the views (repair.c:
  * the process pinned by its start time, the views resolved inside its root
- * by the injector, in bounded children). That work runs in a child of the
- * plugin once the answer is sent, so the runtime never waits for it, nor do
- * the calls that follow. Each such container is said once: in the log, and
- * in a file RV_NRI_SYNC_FILE of its record that doctor lists. */
+ * by the injector, in bounded children). That work, the decision included,
+ * runs in a child of the plugin once the last answer is sent, so the
+ * runtime never waits for it, nor do the calls that follow. Each such
+ * container is said once: in the log, and in a file RV_NRI_SYNC_FILE of its
+ * record that doctor lists.
+ *
+ * The messages carry every container's whole environment (a tenant's can be
+ * 65,000 variables, some MiB; the runtime splits them into messages of at
+ * most 4 MiB, and its 2 s budget covers them all): each is read where it
+ * lies, from the wire (no protobuf unpack, no copy; rv_pb_next_field, as
+ * CreateContainer's cut), keeping only what the decision reads (below),
+ * and answered at once. Bounded: SYNC_MAX containers, SYNC_PODS_MAX pods,
+ * fixed-size fields. */
 #define _GNU_SOURCE
 #include "nri_msg.h"
 #include "resview/envvars.h"
