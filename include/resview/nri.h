@@ -35,9 +35,13 @@ struct rv_bytes {
     size_t off, len, cap;   /* the unread bytes are p[off..len) */
 };
 
-/* What came in on the socket, taken apart. */
+/* What came in on the socket, taken apart: each frame's payload goes to its
+ * connection's stream as it comes. */
 struct rv_mux_in {
-    struct rv_bytes trunk;     /* an unfinished multiplexer frame */
+    uint8_t hdr[RV_MUX_HDR];   /* a frame's header being read */
+    size_t hdr_len;
+    uint32_t cur;              /* the frame being read: its connection */
+    size_t left;               /* and the bytes of it still to come */
     struct rv_bytes conn[3];   /* the ttrpc streams of connections 1 and 2 */
     size_t taken[3];           /* bytes of the message rv_ttrpc_next returned last */
     uint64_t dropped;          /* bytes for connections nobody opened */
@@ -50,9 +54,19 @@ struct rv_ttrpc_msg {
     uint32_t len;
 };
 
-/* Take n bytes read from the socket: whole frames go to their connection's
- * stream. -1 on a frame no multiplexer sends (too long, connection 0). */
+/* Take n bytes read from the socket: frames' payloads go to their
+ * connection's stream. -1 on a frame no multiplexer sends (too long,
+ * connection 0). */
 int rv_mux_feed(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err);
+/* In the middle of a frame of connection 1 or 2: where the socket's next
+ * bytes may be read straight into (*room bytes, the rest of that frame; no
+ * copy of a 4 MiB Synchronize through a buffer of ours), then
+ * rv_mux_direct_done with what was read. NULL: read and rv_mux_feed. */
+uint8_t *rv_mux_direct(struct rv_mux_in *in, size_t *room);
+void rv_mux_direct_done(struct rv_mux_in *in, size_t n);
+/* Whether bytes of a message of conn came and not the whole of it (or of
+ * the frame being read). */
+bool rv_mux_mid_call(const struct rv_mux_in *in, unsigned conn);
 /* The next whole ttrpc message of connection conn (1 or 2): 1 with *msg
  * filled, 0 when more bytes are needed, -1 when the stream is broken (a
  * length beyond ttrpc's limit). */
@@ -94,8 +108,14 @@ int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err
 /* Whether the runtime's answer to it says yes (-1 with its reason). */
 int rv_nri_register_result(const uint8_t *resp, size_t len, struct rv_error *err);
 
+/* The socket's identity, whatever its spelling: its real path once it
+ * exists, else its directory's real path (symlinks resolved; lexically
+ * cleaned when it does not exist yet) and its name: `DIR/nri.sock`, `DIR/./nri.sock` and `DIR//nri.sock` are one, and
+ * so are /var/run/nri/nri.sock and /run/nri/nri.sock where /var/run is a
+ * link to /run. -1 when too long. */
+int rv_nri_socket_identity(const char *socket, char *out, size_t size);
 /* One instance per socket (nri_record.c): STATE_DIR/nri-<hash of the
- * socket's path>.lock, flock'd for the plugin's life. The file is also the
+ * socket's identity>.lock, flock'd for the plugin's life. The file is also the
  * instance's status, mmap'd: the plugin updates it at each call with no
  * system call, and doctor and readiness read it. */
 struct rv_nri_status {
@@ -106,6 +126,13 @@ struct rv_nri_status {
     volatile uint64_t answered; /* calls answered */
     volatile int64_t busy_ms;   /* a call read and not answered yet since (CLOCK_REALTIME ms), or 0 */
     volatile int64_t last_ms;   /* the last answer (CLOCK_REALTIME ms), or 0 */
+    /* registrations the runtime closed during Synchronize (after Configure,
+     * before its last message): in a row (0 once one completes), in all */
+    volatile uint64_t sync_closed, sync_closed_total;
+    volatile int64_t sync_closed_ms;    /* the last such close (CLOCK_REALTIME ms) */
+    volatile int64_t retry_ms;          /* the next registration after it (CLOCK_REALTIME ms) */
+    volatile uint32_t sync_msgs;        /* the messages of the Synchronize going on or last */
+    volatile uint32_t sync_containers;  /* the containers they named */
 };
 #define RV_NRI_STATUS_MAGIC "rvnri1\n"
 /* Take the lock of socket's instance and map its status (*st, filled with
@@ -164,18 +191,40 @@ int rv_nri_serving(const struct rv_config *cfg, const struct rv_nri_registration
  * answering since 2026-...Z (...)". */
 void rv_nri_serving_say(int state, long long since_ms, const char *why, char *out, size_t size);
 
-/* Synchronize (nri_sync.c): the running containers resview serves, kept
- * from each message (rv_nri_sync_take, no system call), then, once the answer
- * is sent, given their views in a child of the plugin (rv_nri_sync_start):
- * each that has no record gets one and repair attaches it; said once per
- * container in the log and in a file `nri-sync` of its record (doctor). */
+/* Synchronize (nri_sync.c). Each message is read as it comes (from the
+ * wire, no protobuf unpack: ids, pids, states, pod handlers and the
+ * resview.io requests kept, everything else, the tenants' variables
+ * included, skipped without a copy) and answered at once; after the last
+ * one's answer, a child of the plugin decides which running containers
+ * resview serves (rv_nri_adjust, as at CreateContainer) and gives those
+ * without a record their views (rv_nri_sync_start): each gets a record,
+ * repair attaches it, said once per container in the log and in a file
+ * `nri-sync` of its record (doctor). */
 struct rv_nri_sync;
 #define RV_NRI_SYNC_FILE "nri-sync"
-int rv_nri_sync_take(struct rv_nri_plugin *p, const void *sync_request);
+/* One SynchronizeRequest's payload (len bytes): 0, -1 (malformed: what came
+ * before the fault is kept, and the synchronization ends with it), -2 (out
+ * of memory). *more: the runtime's "more" (false after a fault). */
+int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *msg, size_t len, bool *more);
+/* Whether the plugin is in Synchronize (configured, its last message not
+ * come yet), with the messages, containers and bytes of it so far. */
+bool rv_nri_sync_pending(const struct rv_nri_plugin *p, size_t *msgs, size_t *containers, size_t *bytes);
+/* The runtime went away in the middle of it: what came is decided on. */
+void rv_nri_sync_end(struct rv_nri_plugin *p);
 /* After the last message's answer: start the child (none when nothing to
  * do); the descriptors in close_fds (-1 ends) are closed in it. */
 void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds);
 void rv_nri_sync_free(struct rv_nri_plugin *p);
+/* What the instance on socket says of its registrations that the runtime
+ * closed during Synchronize (its status, if its process lives): 1 with one
+ * line in out (how many in a row, the last when, after how many messages
+ * and containers, the next try), 0 none since the last that completed. */
+int rv_nri_sync_trouble(const struct rv_config *cfg, const char *socket, char *out, size_t size);
+
+/* The first wait after a registration the runtime closed during
+ * Synchronize, in ms (0: 15 s); it doubles for each in a row, up to 5 min.
+ * `resview nri` takes it from RESVIEW_NRI_SYNC_BACKOFF_MS. */
+extern long rv_nri_sync_backoff_ms;
 
 /* Run the plugin on socket until killed: connect, register, answer;
  * reconnect with backoff when the runtime goes away (nri_plugin.c). */

@@ -512,6 +512,10 @@ static void check_nri(struct report *r, const struct rv_config *cfg, const char 
         say(r, "info", "NRI: resview's plugin is not registered%s", on ? " (`resview nri`, or the "
             "DaemonSet's NRI variant, registers it)" : "");
     }
+    char trouble[640];
+    if (rv_nri_sync_trouble(cfg, sock, trouble, sizeof(trouble)) == 1)
+        say(r, "warn", "NRI: resview's plugin on `%s` cannot register: %s (hooks/kubernetes/README.md: "
+            "NRI's Synchronize and large environments)", sock, trouble);
     struct nri_sync_seen seen = { r, cfg };
     rv_state_foreach(cfg, nri_sync_one, &seen);
 }

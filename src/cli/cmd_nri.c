@@ -8,6 +8,7 @@
 #include "resview/nri.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
@@ -42,6 +43,11 @@ int rv_cmd_nri(const struct rv_config *cfg, int argc, char **argv)
     c = *cfg;
     if (hook && (hook[0] != '/' || rv_snprintf(c.hook_path, sizeof(c.hook_path), "%s", hook) < 0)) {
         fprintf(stderr, "resview nri: --hook: an absolute path, not `%s`\n", hook);
+        return 2;
+    }
+    const char *backoff = getenv("RESVIEW_NRI_SYNC_BACKOFF_MS");
+    if (backoff && (rv_nri_sync_backoff_ms = atol(backoff)) <= 0) {
+        fprintf(stderr, "resview nri: RESVIEW_NRI_SYNC_BACKOFF_MS: a number of ms, not `%s`\n", backoff);
         return 2;
     }
     rv_log_init("nri", &c);   /* its lines say resview-nri */

@@ -285,6 +285,7 @@ static int nri_registered(const struct rv_node_settings *n, char *why, size_t si
     struct rv_nri_registration reg;
     struct rv_error err = { 0 };
     struct stat st;
+    char trouble[640];
     int r = rv_nri_record_read(n->cfg, &reg, &err);
 
     if (r == RV_NRI_REG_LIVE && strcmp(reg.socket, n->nri_socket) == 0) {
@@ -301,6 +302,8 @@ static int nri_registered(const struct rv_node_settings *n, char *why, size_t si
     else if (r == RV_NRI_REG_LIVE)
         snprintf(why, size, "the plugin (pid %d) registered on `%s`, not on `%s`", reg.pid, reg.socket,
                  n->nri_socket);
+    else if (rv_nri_sync_trouble(n->cfg, n->nri_socket, trouble, sizeof(trouble)) == 1)
+        snprintf(why, size, "the plugin is not registered on `%s`: %s", n->nri_socket, trouble);
     else if (stat(n->nri_socket, &st) == 0 && S_ISSOCK(st.st_mode))
         snprintf(why, size, "the plugin is not registered (yet) on `%s` (its log says why)", n->nri_socket);
     else

@@ -132,7 +132,7 @@ static int process(json_t *spec, const nri_container *c, const struct rv_config 
 enum { DROP, COPY, NEST_POD, NEST_CONTAINER };
 enum trim_kind { TRIM_REQUEST, TRIM_POD, TRIM_CONTAINER };
 
-static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+int rv_pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     uint64_t x = 0;
 
@@ -158,21 +158,18 @@ static size_t put_varint(uint8_t *o, uint64_t v)
     return n;
 }
 
-/* One field of [*p, end), *p moved past it: its key, and for a length-
- * delimited one (wire type 2) its content [*data, *data + *len). -1 when it
- * is malformed (groups too: protobuf-c has none). */
-static int next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
-                      uint64_t *len)
+int rv_pb_next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
+                     uint64_t *len)
 {
     uint64_t v;
 
     *data = NULL;
     *len = 0;
-    if (get_varint(p, end, key) < 0)
+    if (rv_pb_varint(p, end, key) < 0)
         return -1;
     switch (*key & 7) {
     case 0:
-        return get_varint(p, end, &v);
+        return rv_pb_varint(p, end, &v);
     case 1:
     case 5:
         if ((size_t)(end - *p) < ((*key & 7) == 1 ? 8u : 4u))
@@ -180,7 +177,7 @@ static int next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, cons
         *p += (*key & 7) == 1 ? 8 : 4;
         return 0;
     case 2:
-        if (get_varint(p, end, len) < 0 || *len > (uint64_t)(end - *p))
+        if (rv_pb_varint(p, end, len) < 0 || *len > (uint64_t)(end - *p))
             return -1;
         *data = *p;
         *p += *len;
@@ -200,7 +197,7 @@ static int entry_key(const uint8_t *p, const uint8_t *end, char *key, size_t siz
 
     key[0] = '\0';
     while (p < end) {
-        if (next_field(&p, end, &k, &data, &len) < 0)
+        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
             return -1;
         if (k == (1 << 3 | 2)) {
             const uint8_t *nul = memchr(data, 0, len);
@@ -258,9 +255,9 @@ static long trim(struct read_vars *rv, enum trim_kind kind, const uint8_t *p, co
     while (p < end) {
         const uint8_t *start = p, *data, *after_key = p;
         uint64_t key, len;
-        if (next_field(&p, end, &key, &data, &len) < 0)
+        if (rv_pb_next_field(&p, end, &key, &data, &len) < 0)
             return -1;
-        get_varint(&after_key, end, &key);   /* read once already: where its length starts */
+        rv_pb_varint(&after_key, end, &key);   /* read once already: where its length starts */
         int act = trim_action(rv, kind, key >> 3, (unsigned)(key & 7), data, (size_t)len);
         if (act < 0)
             return -1;

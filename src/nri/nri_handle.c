@@ -117,27 +117,57 @@ static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uin
     return answer(&resp.base, out, out_len);
 }
 
-static int synchronize(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
+/* Synchronize: nothing to update in what runs already; "more" says we take
+ * the rest of a synchronization in several messages. Each message is read
+ * where it lies (nri_sync.c: what the decision needs, the tenants'
+ * variables skipped) and answered at once; the containers that started bare
+ * get their views once the last one is answered. */
+static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len, uint8_t **out,
                        size_t *out_len)
 {
-    Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req =
-        nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, in->len, in->data);
     Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
+    bool more = false;
+    int r = rv_nri_sync_take(p, data, len, &more);
 
-    /* nothing to update in what runs already; "more" says we take the
-     * rest of a synchronization in several messages. The containers that
-     * started bare get their views once it is answered (nri_sync.c, which
-     * keeps req). */
-    if (req) {
-        resp.more = req->more;
-        if (rv_nri_sync_take(p, req) < 0) {
-            rv_log(RV_WARN, "NRI: Synchronize: out of memory: the containers created meanwhile get no views");
-            nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(req, NULL);
-        }
-    } else {
-        rv_log(RV_WARN, "NRI: Synchronize: a request that is no SynchronizeRequest (%zu bytes)", in->len);
-    }
+    if (r == -1)
+        rv_log(RV_WARN, "NRI: Synchronize: a message that is no SynchronizeRequest (%zu bytes): the "
+               "containers named before the fault are looked at, the others only at a Synchronize that is read whole", len);
+    else if (r == -2)
+        rv_log(RV_WARN, "NRI: Synchronize: out of memory: the containers created meanwhile get no views");
+    resp.more = more;
     return answer(&resp.base, out, out_len);
+}
+
+/* Whether buf is a ttrpc Request for the Plugin service's Synchronize, read
+ * in place (*payload: into buf): its payload, the runtime's every container
+ * with its whole environment, is never copied. A request this does not
+ * recognize goes through the unpack as any other. */
+static bool sync_request(const uint8_t *buf, size_t len, const uint8_t **payload, size_t *plen)
+{
+    const uint8_t *p = buf, *end = buf + len, *data, *svc = NULL, *method = NULL;
+    uint64_t k, n, svc_len = 0, method_len = 0;
+
+    *payload = NULL;
+    *plen = 0;
+    while (p < end) {
+        if (rv_pb_next_field(&p, end, &k, &data, &n) < 0)
+            return false;
+        if (k == (1 << 3 | 2)) {
+            svc = data;
+            svc_len = n;
+        } else if (k == (2 << 3 | 2)) {
+            method = data;
+            method_len = n;
+        } else if (k == (3 << 3 | 2)) {
+            *payload = data;
+            *plen = (size_t)n;
+        } else if (k >> 3 >= 1 && k >> 3 <= 3) {
+            return false;   /* a wire type protobuf-c refuses: refused there */
+        }
+    }
+    return svc && method && svc_len == strlen(RV_NRI_SERVICE_PLUGIN) &&
+           memcmp(svc, RV_NRI_SERVICE_PLUGIN, svc_len) == 0 && method_len == 11 &&
+           memcmp(method, "Synchronize", 11) == 0;
 }
 
 static void log_limits(const struct rv_nri_adjustment *a)
@@ -254,10 +284,14 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
 int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8_t **out,
                   size_t *out_len)
 {
-    Ttrpc__Request *req = ttrpc__request__unpack(&call_alloc, len, buf);
+    const uint8_t *payload;
+    size_t plen;
     char msg[256];
     int rc;
 
+    if (sync_request(buf, len, &payload, &plen))
+        return synchronize(p, payload, plen, out, out_len);
+    Ttrpc__Request *req = ttrpc__request__unpack(&call_alloc, len, buf);
     if (!req) {
         arena.used = 0;
         rv_log(RV_ERROR, "NRI: a call that is no ttrpc Request (%zu bytes): answered with an error", len);
@@ -269,7 +303,7 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8
     } else if (strcmp(req->method, "Configure") == 0) {
         rc = configure(p, &req->payload, out, out_len);
     } else if (strcmp(req->method, "Synchronize") == 0) {
-        rc = synchronize(p, &req->payload, out, out_len);
+        rc = synchronize(p, req->payload.data, req->payload.len, out, out_len);
     } else if (strcmp(req->method, "CreateContainer") == 0) {
         rc = create_container(p, &req->payload, out, out_len);
     } else {

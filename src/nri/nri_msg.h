@@ -52,8 +52,21 @@ bool rv_nri_serves(const struct rv_config *cfg, const char *handler);
  * annotations and first variables rv_nri_spec copies), in time linear in
  * len with no allocation: its new length, or -1 when it is no protobuf
  * message of that shape. */
+/* Protobuf's wire, as the cuts read it (nri_adjust.c): a varint of
+ * [*p, end) (-1 when it runs off the end or past 64 bits), *p moved past it;
+ * one field, *p moved past it: its key, and for a length-delimited one (wire
+ * type 2) its content [*data, *data + *len). -1 when it is malformed (groups
+ * too: protobuf-c has none). */
+int rv_pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
+int rv_pb_next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
+                     uint64_t *len);
 long rv_nri_create_trim(const struct rv_config *cfg, uint8_t *buf, size_t len);
-const char *rv_nri_handler(const nri_pod *pod);   /* its runtime handler, "" when none */
+const char *rv_nri_handler(const nri_pod *pod);
+/* Synchronize's decision (nri_sync.c), which the healing child makes once
+ * the last message is answered: the containers kept that resview serves,
+ * each id once; their count. No system call but rv_nri_adjust's (the
+ * host's cgroup files): fuzzed. */
+size_t rv_nri_sync_decide(struct rv_nri_plugin *p);   /* its runtime handler, "" when none */
 
 /* The spec that the shim would see for this container, as far as the edits
  * read it: annotations (the pod's resview.io/ ones, then the container's

@@ -25,6 +25,12 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
+/* After a registration the runtime closed during Synchronize: a runtime
+ * that crashes on it (containerd 2.1.5's NRI) must not be crashed in a
+ * loop, nor one whose split fails kept busy. 15 s, doubling for each in a
+ * row, at most 5 min (rv_nri_sync_backoff_ms: the first wait). */
+#define SYNC_BACKOFF_MS 15000
+#define SYNC_BACKOFF_MAX_MS 300000
 #define WRITE_TIMEOUT_S 5
 /* NRI's default registration timeout is 5 s: the runtime's Configure comes
  * well before this, or the runtime is not listening to us */
@@ -34,6 +40,8 @@
  * handler removes it if it is still that (open, read, flock, unlink and
  * _exit are async-signal-safe); the signals are blocked while the loop
  * writes or removes it. */
+long rv_nri_sync_backoff_ms;
+
 static char record_path[PATH_MAX], record_lock[PATH_MAX];
 static char *record_text;
 static volatile sig_atomic_t record_written;
@@ -218,7 +226,11 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
             }
             continue;
         }
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        size_t room = 0;
+        uint8_t *direct = rv_mux_direct(&in, &room);
+        /* the rest of a frame in one call: the kernel waits for it, not a
+         * poll and a read per 200 KiB of a 4 MiB Synchronize */
+        ssize_t n = direct ? recv(fd, direct, room, MSG_WAITALL) : recv(fd, buf, sizeof(buf), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -227,13 +239,15 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
         }
         if (n == 0) {
             r = 0;
-            if (in.trunk.len > in.trunk.off || in.conn[RV_MUX_PLUGIN].len > in.conn[RV_MUX_PLUGIN].off) {
+            if (rv_mux_mid_call(&in, RV_MUX_PLUGIN)) {
                 rv_fail(err, 0, "the end came in the middle of a call");
                 r = 1;
             }
             goto out;
         }
-        if (rv_mux_feed(&in, buf, (size_t)n, err) < 0)
+        if (direct)
+            rv_mux_direct_done(&in, (size_t)n);
+        else if (rv_mux_feed(&in, buf, (size_t)n, err) < 0)
             goto out;
         if (dispatch(p, fd, &in, &registered, err) < 0) {
             if (err->errnum == EPIPE || err->errnum == ECONNRESET)
@@ -245,6 +259,36 @@ out:
     record_drop();
     rv_mux_in_free(&in);
     return r;
+}
+
+/* The connection ended while the runtime was synchronizing us: said at
+ * warn with what came and the runtime's likely reason, counted in the
+ * status (doctor, readiness), and the wait before the next registration. */
+static long sync_closed(struct rv_nri_plugin *p, const char *how)
+{
+    size_t msgs, containers, bytes;
+    long base = rv_nri_sync_backoff_ms > 0 ? rv_nri_sync_backoff_ms : SYNC_BACKOFF_MS, wait = base;
+    uint64_t row = 1;
+
+    rv_nri_sync_pending(p, &msgs, &containers, &bytes);
+    if (p->status) {
+        row = ++p->status->sync_closed;
+        p->status->sync_closed_total++;
+        p->status->sync_closed_ms = rv_nri_clock_ms();
+    }
+    for (uint64_t i = 1; i < row && wait < SYNC_BACKOFF_MAX_MS; i++)
+        wait *= 2;
+    wait = wait > SYNC_BACKOFF_MAX_MS && base < SYNC_BACKOFF_MAX_MS ? SYNC_BACKOFF_MAX_MS : wait;
+    if (p->status)
+        p->status->retry_ms = rv_nri_clock_ms() + wait;
+    rv_log(RV_WARN, "NRI: the runtime closed the connection during Synchronize (%s; %zu messages answered, "
+           "naming %zu containers, %.1f MiB): its split of the running containers into messages failed "
+           "(containerd: \"failed to synchronize plugin with split messages\", when a few containers' "
+           "environments exceed one message of 4 MiB) or it crashed on it (its split panics when fewer "
+           "than 4 pods are left to send); its log says which. Containers created until a registration completes start "
+           "without variables or views; %llu in a row: registering again in %ld s", how, msgs, containers,
+           (double)bytes / (1 << 20), (unsigned long long)row, wait / 1000);
+    return wait;
 }
 
 int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_error *err)
@@ -301,10 +345,23 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
         if (p.hook_missing)
             rv_log(RV_WARN, "NRI: the hook `%s` cannot be run here: containers get no LXCFS views",
                    cfg->hook_path);
-        long start = rv_now_ms();
+        long start = rv_now_ms(), wait = 0;
+        size_t msgs, containers, bytes;
         int how = session(&p, fd, &e);
+        if (rv_nri_sync_pending(&p, &msgs, &containers, &bytes)) {
+            /* the runtime went away (a close, a reset: a crash) during it;
+             * what came is healed either way: those views need no NRI */
+            int keep[] = { fd, lock_fd, -1 };
+            if (how >= 0 || e.errnum == ECONNRESET || e.errnum == EPIPE)
+                wait = sync_closed(&p, how != 0 ? e.msg : "closed between messages");
+            rv_nri_sync_end(&p);
+            rv_nri_sync_start(&p, keep);
+        }
         rv_nri_sync_free(&p);
-        if (how < 0)
+        if (wait > 0) {
+            sleep_ms(wait);
+            continue;
+        } else if (how < 0)
             rv_log(RV_ERROR, "%s; connecting again", e.msg);
         else if (how == 1)
             rv_log(RV_ERROR, "NRI: the runtime closed the connection: containers created meanwhile get "

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -57,12 +58,74 @@ long long rv_nri_clock_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* FNV-1a of the socket's path: its lock file's name */
+/* Lexically: an absolute path with no `.`, `..` or repeated `/` (for a
+ * directory that does not exist yet, so has no real path). */
+static int lexical(const char *path, char *out, size_t size)
+{
+    char cwd[PATH_MAX], buf[2 * PATH_MAX];
+    size_t n = 0;
+
+    if (path[0] != '/') {
+        if (!getcwd(cwd, sizeof(cwd)) || rv_snprintf(buf, sizeof(buf), "%s/%s", cwd, path) < 0)
+            return -1;
+    } else if (rv_snprintf(buf, sizeof(buf), "%s", path) < 0) {
+        return -1;
+    }
+    for (const char *p = buf; *p;) {
+        while (*p == '/')
+            p++;
+        size_t k = strcspn(p, "/");
+        if (k == 0 || (k == 1 && p[0] == '.')) {
+            /* nothing */
+        } else if (k == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && out[--n] != '/')
+                ;
+        } else {
+            if (n + 1 + k >= size)
+                return -1;
+            out[n++] = '/';
+            memcpy(out + n, p, k);
+            n += k;
+        }
+        p += k;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+    return 0;
+}
+
+int rv_nri_socket_identity(const char *socket_path, char *out, size_t size)
+{
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *slash = strrchr(socket_path, '/'), *name = slash ? slash + 1 : socket_path;
+
+    if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return lexical(socket_path, out, size);
+    /* there, the socket's own real path (a link to it is the same socket) */
+    if (realpath(socket_path, real))
+        return rv_snprintf(out, size, "%s", real) < 0 ? -1 : 0;
+    if (rv_snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - socket_path) : 1,
+                    slash ? socket_path : ".") < 0)
+        return -1;
+    if (!dir[0])
+        strcpy(dir, "/");
+    /* the directory's real path (symlinks: /var/run is /run), else as written */
+    if (!realpath(dir, real) && lexical(dir, real, sizeof(real)) < 0)
+        return -1;
+    return rv_snprintf(out, size, "%s/%s", strcmp(real, "/") == 0 ? "" : real, name) < 0 ? -1 : 0;
+}
+
+/* FNV-1a of the socket's identity (rv_nri_socket_identity): its lock file's
+ * name, the same for every spelling of one socket */
 static int lock_path(const struct rv_config *cfg, const char *socket_path, char *out, size_t size)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
+    char id[PATH_MAX];
 
-    for (const unsigned char *c = (const unsigned char *)socket_path; *c; c++)
+    if (rv_nri_socket_identity(socket_path, id, sizeof(id)) < 0)
+        return -1;
+    for (const unsigned char *c = (const unsigned char *)id; *c; c++)
         h = (h ^ *c) * 0x100000001b3ULL;
     return rv_snprintf(out, size, "%s/nri-%016llx.lock", cfg->state_dir, (unsigned long long)h);
 }
@@ -75,7 +138,8 @@ int rv_nri_lock(const struct rv_config *cfg, const char *socket_path, int *fd_ou
     struct rv_nri_status now = { .magic = RV_NRI_STATUS_MAGIC }, *st;
 
     if (lock_path(cfg, socket_path, path, sizeof(path)) < 0)
-        return rv_fail(err, ENAMETOOLONG, "state_dir `%s`", cfg->state_dir);
+        return rv_fail(err, ENAMETOOLONG, "state_dir `%s` or the socket's path `%s`", cfg->state_dir,
+                       socket_path);
     if (rv_mkdir_p(cfg->state_dir, 0755, err) < 0)
         return -1;
     if ((fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
@@ -394,4 +458,31 @@ void rv_nri_serving_say(int state, long long since_ms, const char *why, char *ou
         snprintf(out, size, "not answering since %s (%s)", t, why);
     else
         snprintf(out, size, "serving%s%s%s", why[0] ? " (" : "", why, why[0] ? ")" : "");
+}
+
+int rv_nri_sync_trouble(const struct rv_config *cfg, const char *socket_path, char *out, size_t size)
+{
+    char path[PATH_MAX], at[40] = "?", next[64] = "";
+    cleanup_close int fd = -1;
+    struct rv_nri_status st;
+    unsigned long long start;
+
+    out[0] = '\0';
+    if (lock_path(cfg, socket_path, path, sizeof(path)) < 0 ||
+        (fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        pread(fd, &st, sizeof(st), 0) != (ssize_t)sizeof(st) ||
+        memcmp(st.magic, RV_NRI_STATUS_MAGIC, sizeof(st.magic)) != 0 || st.pid <= 0 ||
+        start_time(st.pid, &start) < 0 || start != st.start || st.sync_closed == 0)
+        return 0;
+    time_t t = (time_t)(st.sync_closed_ms / 1000);
+    struct tm tm;
+    strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    long long left = st.retry_ms - rv_nri_clock_ms();
+    if (left > 0)
+        snprintf(next, sizeof(next), "; it registers again in %lld s", (left + 999) / 1000);
+    snprintf(out, size, "the runtime closed its connection during Synchronize %llu times in a row (%llu in all; "
+             "the last at %s, after %u messages naming %u containers): containers created meanwhile start "
+             "without variables or views%s", (unsigned long long)st.sync_closed,
+             (unsigned long long)st.sync_closed_total, at, st.sync_msgs, st.sync_containers, next);
+    return 1;
 }

@@ -7,122 +7,343 @@
  * record gets a views record (as the hook writes it, naming the process, its
  * mount namespace and its root) and repair attaches the views (repair.c:
  * the process pinned by its start time, the views resolved inside its root
- * by the injector, in bounded children). That work runs in a child of the
- * plugin once the answer is sent, so the runtime never waits for it, nor do
- * the calls that follow. Each such container is said once: in the log, and
- * in a file RV_NRI_SYNC_FILE of its record that doctor lists. */
+ * by the injector, in bounded children). That work, the decision included,
+ * runs in a child of the plugin once the last answer is sent, so the
+ * runtime never waits for it, nor do the calls that follow. Each such
+ * container is said once: in the log, and in a file RV_NRI_SYNC_FILE of its
+ * record that doctor lists.
+ *
+ * The messages carry every container's whole environment (a tenant's can be
+ * 65,000 variables, some MiB; the runtime splits them into messages of at
+ * most 4 MiB, and its 2 s budget covers them all): each is read where it
+ * lies, from the wire (no protobuf unpack, no copy; rv_pb_next_field, as
+ * CreateContainer's cut), keeping only what the decision reads (below),
+ * and answered at once. Bounded: SYNC_MAX containers, SYNC_PODS_MAX pods,
+ * fixed-size fields. */
 #define _GNU_SOURCE
 #include "nri_msg.h"
+#include "resview/envvars.h"
+#include "resview/fuse.h"
 #include "resview/hook.h"
 #include "resview/inject.h"
 #include "resview/log.h"
 #include "resview/metrics.h"
 #include "resview/proc.h"
 #include "resview/repair.h"
+#include "resview/spec.h"
 #include "resview/state.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#define SYNC_MAX 4096   /* containers looked at per registration */
-#define SYNC_MSGS_MAX 64   /* messages of one synchronization kept (then decided) */
+#define SYNC_MAX 4096        /* containers kept per synchronization (the rest counted) */
+#define SYNC_PODS_MAX 4096   /* pods kept per synchronization */
+#define SYNC_VAL 64          /* a request's value kept; a longer one is neither yes nor no */
+
+/* What the decision reads of a container or a pod, and nothing else: the
+ * requests (annotations resview.io/lxcfs, env, gomaxprocs, fuse; the
+ * container's variables RESVIEW_LXCFS, _ENV, _GOMAXPROCS, _FUSE) whose
+ * validity and value rv_nri_adjust weighs. */
+enum { REQ_LXCFS, REQ_ENV, REQ_GOMAXPROCS, REQ_FUSE, REQ_N };
+static const char *const req_ann[REQ_N] = { RV_ANN_LXCFS, RV_ANN_ENV, RV_ANN_GOMAXPROCS, RV_ANN_FUSE };
+static const char *const req_env[REQ_N] = { "RESVIEW_LXCFS", "RESVIEW_ENV", RV_ENV_GOMAXPROCS, "RESVIEW_FUSE" };
+
+struct sync_req {
+    char v[REQ_N][SYNC_VAL];
+    unsigned has;   /* bit i: request i present */
+};
+
+struct sync_pod {
+    char id[128], handler[128];
+    struct sync_req ann;
+    bool bad;       /* an id or handler too long, or with a NUL: matches nothing */
+};
 
 struct sync_one {
-    char id[128];
-    pid_t pid;
+    char id[128], pod[128];
+    uint32_t pid;
+    int state;
+    struct sync_req ann, env;
+    bool bad;       /* an id too long or with a NUL, or named twice */
 };
 
 struct rv_nri_sync {
-    Nri__Pkg__Api__V1alpha1__SynchronizeRequest **msgs;   /* until the last one */
-    size_t n_msgs;
+    struct sync_pod *pods;
+    size_t n_pods, cap_pods;
     struct sync_one *c;
-    size_t n;
+    size_t n, cap;
+    size_t msgs, over, bytes;   /* messages, containers and pods beyond the caps, bytes read */
+    bool done;                  /* its last message came */
 };
 
-static const nri_pod *pod_of(const struct rv_nri_sync *s, const char *id)
+/* A string field as protobuf-c's C string has it (up to its first NUL);
+ * false when it does not fit (then dst is ""). */
+static bool take_str(char *dst, size_t size, const uint8_t *data, uint64_t len)
 {
-    for (size_t m = 0; m < s->n_msgs; m++)
-        for (size_t i = 0; i < s->msgs[m]->n_pods; i++)
-            if (s->msgs[m]->pods[i]->id && strcmp(s->msgs[m]->pods[i]->id, id) == 0)
-                return s->msgs[m]->pods[i];
-    return NULL;
-}
+    const uint8_t *nul = memchr(data, 0, (size_t)len);
+    size_t n = nul ? (size_t)(nul - data) : (size_t)len;
 
-/* Whether resview gives c its views: running, a process, and the edit of
- * CreateContainer would (a runtime handler served, not opted out, LXCFS on). */
-static bool served(struct rv_nri_plugin *p, const nri_pod *pod, const nri_container *c)
-{
-    struct rv_nri_adjustment a;
-    struct rv_error err;
-    bool yes;
-
-    if (c->state != NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING || c->pid == 0 ||
-        !c->id || !rv_safe_name(c->id) || strlen(c->id) >= sizeof(((struct sync_one *)0)->id) || !pod)
+    dst[0] = '\0';
+    if (n >= size)
         return false;
-    yes = rv_nri_adjust(p, pod, c, &a, &err) == 0 && a.res.lxcfs_on;
-    rv_nri_adjustment_free(&a);
-    return yes;
+    memcpy(dst, data, n);
+    dst[n] = '\0';
+    return !nul;
 }
 
-/* The last message came: the containers to look at, from all of them. */
-static void decide(struct rv_nri_plugin *p, struct rv_nri_sync *s)
+static void take_val(struct sync_req *r, int i, const uint8_t *data, uint64_t len)
 {
-    size_t total = 0, skipped = 0;
+    /* cut at SYNC_VAL - 1: a value that long is no valid request either way */
+    const uint8_t *nul = memchr(data, 0, (size_t)len);
+    size_t n = nul ? (size_t)(nul - data) : (size_t)len;
 
-    for (size_t m = 0; m < s->n_msgs; m++)
-        total += s->msgs[m]->n_containers;
-    s->c = calloc(total < SYNC_MAX ? total + 1 : SYNC_MAX, sizeof(*s->c));
-    for (size_t m = 0; m < s->n_msgs && s->c; m++) {
-        for (size_t i = 0; i < s->msgs[m]->n_containers; i++) {
-            const nri_container *c = s->msgs[m]->containers[i];
-            if (!served(p, pod_of(s, c->pod_sandbox_id ?: ""), c)) {
-                skipped++;
-                continue;
-            }
-            if (s->n == SYNC_MAX)
-                break;
-            snprintf(s->c[s->n].id, sizeof(s->c[s->n].id), "%s", c->id);
-            s->c[s->n++].pid = (pid_t)c->pid;
+    n = n < SYNC_VAL - 1 ? n : SYNC_VAL - 1;
+    memcpy(r->v[i], data, n);
+    r->v[i][n] = '\0';
+    r->has |= 1u << i;
+}
+
+/* A map<string, string> entry: a request's annotation kept (the last of a
+ * key wins, as in protobuf's maps). -1 malformed. */
+static int take_annotation(struct sync_req *r, const uint8_t *p, const uint8_t *end)
+{
+    const uint8_t *data, *key = NULL, *val = (const uint8_t *)"";
+    uint64_t k, len, key_len = 0, val_len = 0;
+
+    while (p < end) {
+        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
+            return -1;
+        if (k == (1 << 3 | 2)) {
+            key = data;
+            key_len = len;
+        } else if (k == (2 << 3 | 2)) {
+            val = data;
+            val_len = len;
         }
     }
-    rv_log(RV_INFO, "NRI: Synchronize: %zu containers, %zu running that resview serves (those without "
-           "a record get their views), %zu others left alone", total, s->n, skipped);
-    for (size_t m = 0; m < s->n_msgs; m++)
-        nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(s->msgs[m], NULL);
-    free(s->msgs);
-    s->msgs = NULL;
-    s->n_msgs = 0;
-    p->sync_ready = s->n > 0;
+    for (int i = 0; key && i < REQ_N; i++)
+        if (key_len == strlen(req_ann[i]) && memcmp(key, req_ann[i], key_len) == 0)
+            take_val(r, i, val, val_len);
+    return 0;
 }
 
-int rv_nri_sync_take(struct rv_nri_plugin *p, const void *msg)
+/* A variable "NAME=value" whose name starts RESVIEW_: the first of a
+ * request's name counts (rv_env_get). */
+static void take_env(struct sync_req *r, const uint8_t *kv, uint64_t len)
 {
-    Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req = (void *)msg, **m;
-    struct rv_nri_sync *s = p->sync;
+    for (int i = 0; i < REQ_N; i++) {
+        size_t n = strlen(req_env[i]);
+        if (len > n && kv[n] == '=' && memcmp(kv, req_env[i], n) == 0 && !(r->has & (1u << i)))
+            take_val(r, i, kv + n + 1, len - n - 1);
+    }
+}
 
-    if (!s) {
-        if (!(s = p->sync = calloc(1, sizeof(*s))))
+/* Wire type 2 for a field that must be one: protobuf-c refuses another */
+#define LEN_FIELD(f) ((uint64_t)(f) << 3 | 2)
+#define WT(k) ((k) & 7)
+
+static int take_pod(struct rv_nri_sync *s, const uint8_t *p, const uint8_t *end)
+{
+    struct sync_pod pod = { 0 };
+    const uint8_t *data;
+    uint64_t k, len;
+
+    while (p < end) {
+        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
+            return -1;
+        if ((k >> 3 == 1 || k >> 3 == 6 || k >> 3 == 7) && WT(k) != 2)
+            return -1;
+        if (k == LEN_FIELD(1))
+            pod.bad |= !take_str(pod.id, sizeof(pod.id), data, len);
+        else if (k == LEN_FIELD(7))
+            pod.bad |= !take_str(pod.handler, sizeof(pod.handler), data, len);
+        else if (k == LEN_FIELD(6) && take_annotation(&pod.ann, data, data + len) < 0)
             return -1;
     }
-    if (s->c) {   /* a new synchronization: the last one's list is done with */
-        free(s->c);
-        s->c = NULL;
-        s->n = 0;
+    if (s->n_pods == SYNC_PODS_MAX) {
+        s->over++;
+        return 0;
     }
-    if (!(m = realloc(s->msgs, (s->n_msgs + 1) * sizeof(*m))))
-        return -1;
-    s->msgs = m;
-    s->msgs[s->n_msgs++] = req;
-    if (!req->more || s->n_msgs >= SYNC_MSGS_MAX)
-        decide(p, s);
+    if (s->n_pods == s->cap_pods) {
+        size_t cap = s->cap_pods ? s->cap_pods * 2 : 64;
+        struct sync_pod *n = realloc(s->pods, cap * sizeof(*n));
+        if (!n)
+            return -2;
+        s->pods = n;
+        s->cap_pods = cap;
+    }
+    s->pods[s->n_pods++] = pod;
     return 0;
+}
+
+static int take_container(struct rv_nri_sync *s, const uint8_t *p, const uint8_t *end)
+{
+    struct sync_one c = { 0 };
+    const uint8_t *data;
+    uint64_t k, len, v;
+
+    while (p < end) {
+        /* env (8, length-delimited), tens of thousands of them: a tight loop
+         * (key and a one-byte length read together: one load on the path
+         * from a variable to the next), each one looked at only when it may
+         * be a request */
+        while (end - p >= 2 && p[0] == 0x42 && p[1] < 0x80) {
+            const uint8_t *q = p + 2;
+            size_t n = p[1];
+            if (n > (size_t)(end - q))
+                return -1;
+            if (__builtin_expect(n > 8 && q[0] == 'R', 0) && memcmp(q, "RESVIEW_", 8) == 0)
+                take_env(&c.env, q, n);
+            p = q + n;
+        }
+        if (p == end)
+            break;
+        if (*p == 0x42) {   /* a variable of 128 bytes or more */
+            const uint8_t *q = p + 1;
+            if (rv_pb_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
+                return -1;
+            if (len > 8 && q[0] == 'R' && memcmp(q, "RESVIEW_", 8) == 0)
+                take_env(&c.env, q, len);
+            p = q + len;
+            continue;
+        }
+        const uint8_t *at = p;
+        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
+            return -1;
+        unsigned f = (unsigned)(k >> 3);
+        if ((f == 1 || f == 2 || f == 6 || f == 8) && WT(k) != 2)
+            return -1;
+        if ((f == 4 || f == 12) && WT(k) != 0) {
+            /* protobuf-c reads some number of it: no state, no pid we act on */
+            if (f == 4)
+                c.state = 0;
+            else
+                c.pid = 0;
+            continue;
+        }
+        if (f == 1)
+            c.bad |= !take_str(c.id, sizeof(c.id), data, len);
+        else if (f == 2)
+            take_str(c.pod, sizeof(c.pod), data, len);   /* too long: no pod is found */
+        else if (f == 6 && take_annotation(&c.ann, data, data + len) < 0)
+            return -1;
+        else if (f == 4 || f == 12) {
+            rv_pb_varint(&at, end, &k);   /* read once already */
+            rv_pb_varint(&at, end, &v);
+            if (f == 4)
+                c.state = (int)(int32_t)v;
+            else
+                c.pid = (uint32_t)v;
+        }
+    }
+    if (s->n == SYNC_MAX) {
+        s->over++;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        struct sync_one *n = realloc(s->c, cap * sizeof(*n));
+        if (!n)
+            return -2;
+        s->c = n;
+        s->cap = cap;
+    }
+    s->c[s->n++] = c;
+    return 0;
+}
+
+int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bool *more)
+{
+    struct rv_nri_sync *s = p->sync;
+    const uint8_t *q, *end, *data;
+    uint64_t k, n, v;
+    int r = 0;
+
+    if (!buf) {   /* protobuf-c's empty bytes */
+        buf = (const uint8_t *)"";
+        len = 0;
+    }
+    q = buf;
+    end = buf + len;
+
+    *more = false;
+    if (!s && !(s = p->sync = calloc(1, sizeof(*s))))
+        return -2;
+    if (s->done) {   /* a new synchronization: the last one's lists are done with */
+        free(s->c);
+        free(s->pods);
+        memset(s, 0, sizeof(*s));
+    }
+    s->msgs++;
+    s->bytes += len;
+    /* the message is answered whatever it holds; what it names is kept as
+     * it is read (a message cut short keeps what came before the cut) */
+    while (q < end && r == 0) {
+        const uint8_t *at = q;
+        if (rv_pb_next_field(&q, end, &k, &data, &n) < 0) {
+            r = -1;
+            break;
+        }
+        if ((k >> 3 == 1 || k >> 3 == 2) && WT(k) != 2)
+            r = -1;
+        else if (k == LEN_FIELD(1))
+            r = take_pod(s, data, data + n);
+        else if (k == LEN_FIELD(2))
+            r = take_container(s, data, data + n);
+        else if (k == (3 << 3 | 0)) {
+            rv_pb_varint(&at, end, &k);
+            rv_pb_varint(&at, end, &v);
+            *more = v != 0;
+        } else if (k >> 3 == 3) {
+            /* another wire type: protobuf-c takes any byte of it (its
+             * length's included) with a bit of 0x7f set as true */
+            rv_pb_varint(&at, end, &k);
+            *more = false;
+            for (; at < q; at++)
+                *more |= (*at & 0x7f) != 0;
+        }
+    }
+    if (r < 0)
+        *more = false;   /* no more of a broken synchronization: decide on what came */
+    if (!*more) {
+        s->done = true;
+        p->sync_ready = s->n > 0;
+        if (p->status) {   /* a registration completed: the runtime synchronizes us */
+            p->status->sync_closed = 0;
+            p->status->retry_ms = 0;
+        }
+    }
+    if (p->status) {
+        p->status->sync_msgs = (uint32_t)s->msgs;
+        p->status->sync_containers = (uint32_t)(s->n + s->over);
+    }
+    return r;
+}
+
+bool rv_nri_sync_pending(const struct rv_nri_plugin *p, size_t *msgs, size_t *containers, size_t *bytes)
+{
+    const struct rv_nri_sync *s = p->sync;
+
+    *msgs = s ? s->msgs : 0;
+    *containers = s ? s->n + s->over : 0;
+    *bytes = s ? s->bytes : 0;
+    return p->configured && !(s && s->done);
+}
+
+void rv_nri_sync_end(struct rv_nri_plugin *p)
+{
+    if (p->sync && !p->sync->done) {
+        p->sync->done = true;
+        p->sync_ready = p->sync->n > 0;
+    }
 }
 
 void rv_nri_sync_free(struct rv_nri_plugin *p)
@@ -131,13 +352,125 @@ void rv_nri_sync_free(struct rv_nri_plugin *p)
 
     if (!s)
         return;
-    for (size_t m = 0; m < s->n_msgs; m++)
-        nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(s->msgs[m], NULL);
-    free(s->msgs);
+    free(s->pods);
     free(s->c);
     free(s);
     p->sync = NULL;
     p->sync_ready = false;
+}
+
+/* ---- the decision, in the child once the last answer is sent ---- */
+
+static int by_pod_id(const void *a, const void *b)
+{
+    return strcmp(((const struct sync_pod *)a)->id, ((const struct sync_pod *)b)->id);
+}
+
+static int by_id(const void *a, const void *b)
+{
+    return strcmp(((const struct sync_one *)a)->id, ((const struct sync_one *)b)->id);
+}
+
+static const struct sync_pod *pod_of(const struct rv_nri_sync *s, const char *id)
+{
+    struct sync_pod key;
+
+    if (!id[0] || strlen(id) >= sizeof(key.id))
+        return NULL;
+    strcpy(key.id, id);
+    const struct sync_pod *pod = s->n_pods ? bsearch(&key, s->pods, s->n_pods, sizeof(*s->pods), by_pod_id) : NULL;
+    /* the first of an id (they are sorted stably enough: any of equal ids
+     * is as good, but a bad one is no pod) */
+    return pod && !pod->bad ? pod : NULL;
+}
+
+/* The requests as the messages had them, for rv_nri_adjust */
+struct req_kv {
+    Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pod[REQ_N], *podp[REQ_N];
+    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry c[REQ_N], *cp[REQ_N];
+    char env[REQ_N][SYNC_VAL + 32], *envp[REQ_N];
+};
+
+/* Whether resview gives c its views: running, a process, and the edit of
+ * CreateContainer would (a runtime handler served, not opted out, every
+ * request valid, LXCFS on): rv_nri_adjust on what the messages said. */
+static bool served(struct rv_nri_plugin *p, const struct sync_pod *sp, const struct sync_one *o)
+{
+    static struct req_kv kv;
+    nri_pod pod;
+    nri_container c;
+    struct rv_nri_adjustment a;
+    struct rv_error err;
+    bool yes;
+
+    if (o->bad || o->state != NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING || o->pid == 0 ||
+        !o->id[0] || !rv_safe_name(o->id) || !sp)
+        return false;
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+    nri__pkg__api__v1alpha1__container__init(&c);
+    pod.id = (char *)sp->id;
+    pod.runtime_handler = (char *)sp->handler;
+    pod.annotations = kv.podp;
+    c.id = (char *)o->id;
+    c.pod_sandbox_id = (char *)o->pod;
+    c.state = o->state;
+    c.pid = o->pid;
+    c.annotations = kv.cp;
+    c.env = kv.envp;
+    for (int i = 0; i < REQ_N; i++) {
+        if (sp->ann.has & (1u << i)) {
+            nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&kv.pod[i]);
+            kv.pod[i].key = (char *)req_ann[i];
+            kv.pod[i].value = (char *)sp->ann.v[i];
+            kv.podp[pod.n_annotations++] = &kv.pod[i];
+        }
+        if (o->ann.has & (1u << i)) {
+            nri__pkg__api__v1alpha1__container__annotations_entry__init(&kv.c[i]);
+            kv.c[i].key = (char *)req_ann[i];
+            kv.c[i].value = (char *)o->ann.v[i];
+            kv.cp[c.n_annotations++] = &kv.c[i];
+        }
+        if (o->env.has & (1u << i)) {
+            snprintf(kv.env[i], sizeof(kv.env[i]), "%s=%s", req_env[i], o->env.v[i]);
+            kv.envp[c.n_env++] = kv.env[i];
+        }
+    }
+    yes = rv_nri_adjust(p, &pod, &c, &a, &err) == 0 && a.res.lxcfs_on;
+    rv_nri_adjustment_free(&a);
+    return yes;
+}
+
+/* The containers to look at, from all the messages: those served, each id
+ * once (an id named twice, with whatever pids, is left alone). They are
+ * moved to the front of s->c, s->n of them; the count returned. */
+size_t rv_nri_sync_decide(struct rv_nri_plugin *p)
+{
+    struct rv_nri_sync *s = p->sync;
+    size_t total, kept = 0, twice = 0;
+
+    if (!s)
+        return 0;
+    total = s->n + s->over;
+    if (s->n_pods)
+        qsort(s->pods, s->n_pods, sizeof(*s->pods), by_pod_id);
+    if (s->n)
+        qsort(s->c, s->n, sizeof(*s->c), by_id);
+    for (size_t i = 0; i + 1 < s->n; i++)
+        if (s->c[i].id[0] && strcmp(s->c[i].id, s->c[i + 1].id) == 0) {
+            twice += !s->c[i].bad;
+            s->c[i].bad = s->c[i + 1].bad = true;
+        }
+    for (size_t i = 0; i < s->n; i++)
+        if (served(p, pod_of(s, s->c[i].pod), &s->c[i]))
+            s->c[kept++] = s->c[i];
+    rv_log(RV_INFO, "NRI: Synchronize: %zu messages, %zu containers, %zu running that resview serves (those "
+           "without a record get their views), %zu others left alone%s", s->msgs, total, kept, total - kept,
+           twice ? " (some ids named twice: left alone)" : "");
+    if (s->over)
+        rv_log(RV_WARN, "NRI: Synchronize named more than %d containers or %d pods: %zu beyond them left alone "
+               "(no views for those without a record)", SYNC_MAX, SYNC_PODS_MAX, s->over);
+    s->n = kept;
+    return kept;
 }
 
 /* The views record of a container the hook never saw: its process (pid and
@@ -184,16 +517,22 @@ static int record_one(const struct rv_config *cfg, const struct sync_one *one, s
     return 1;
 }
 
-/* In the child: record each unrecorded container, say it, then repair them. */
-static void sync_child(const struct rv_config *cfg, const struct rv_nri_sync *s)
+/* In the child: decide, record each unrecorded container, say it, then
+ * repair them. */
+static void sync_child(struct rv_nri_plugin *p, struct rv_nri_sync *s)
 {
+    const struct rv_config *cfg = p->cfg;
     static struct rv_inject req;   /* large */
-    char **ids = calloc(s->n + 1, sizeof(*ids));
     struct rv_repair_opts o = { .wait_ms = 2000 };
     struct rv_repair_stats st;
     struct rv_error err;
-    FILE *out = fopen("/dev/null", "we");
+    FILE *out;
+    char **ids;
 
+    rv_nri_sync_decide(p);
+    if (!(out = fopen("/dev/null", "we")))
+        return;
+    ids = calloc(s->n + 1, sizeof(*ids));
     for (size_t i = 0; i < s->n && ids; i++) {
         int r = record_one(cfg, &s->c[i], &req, &err);
         rv_log_set_id(s->c[i].id);
@@ -211,15 +550,14 @@ static void sync_child(const struct rv_config *cfg, const struct rv_nri_sync *s)
     }
     rv_log_set_id("-");
     o.ids = ids;
-    if (o.n_ids > 0 && out && rv_repair(cfg, &o, &st, out, &err) < 0)
+    if (o.n_ids > 0 && rv_repair(cfg, &o, &st, out, &err) < 0)
         rv_log(RV_WARN, "NRI: the views of %d containers created while the plugin was not registered: "
                "%s (repair or watch gives them later)", o.n_ids, err.msg);
-    else if (o.n_ids > 0 && out)
+    else if (o.n_ids > 0)
         rv_log(RV_INFO, "NRI: views given to %u of %d containers created while the plugin was not "
                "registered (%u failed)", st.repaired, o.n_ids, st.failed);
     free(ids);
-    if (out)
-        fclose(out);
+    fclose(out);
 }
 
 void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds)
@@ -227,12 +565,12 @@ void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds)
     pid_t pid;
     int status;
 
-    if (!p->sync || p->sync->n == 0)
+    if (!p->sync || !p->sync->done || p->sync->n == 0)
         return;
     /* a grandchild: nobody waits for it, nothing of the plugin's waits on it */
     if ((pid = fork()) < 0) {
-        rv_log(RV_WARN, "NRI: Synchronize: fork: %s (repair or watch gives their views later)",
-               strerror(errno));
+        rv_log(RV_WARN, "NRI: Synchronize: fork: %s (the containers without a record get no views until "
+               "the next registration)", strerror(errno));
         return;
     }
     if (pid == 0) {
@@ -241,7 +579,7 @@ void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds)
         for (; *close_fds >= 0; close_fds++)
             close(*close_fds);
         if (fork() == 0) {
-            sync_child(p->cfg, p->sync);
+            sync_child(p, p->sync);
             _exit(0);
         }
         _exit(0);

@@ -62,51 +62,76 @@ static int append(struct rv_bytes *b, const void *data, size_t n, struct rv_erro
     return 0;
 }
 
-/* Whole frames from the start of buf (n bytes); *used: the bytes they took. */
-static int frames(struct rv_mux_in *in, const uint8_t *buf, size_t n, size_t *used,
-                  struct rv_error *err)
+/* The bytes of a frame's payload, to its connection's stream as they come
+ * (a frame of 4 MiB is never held whole anywhere but there). */
+static int payload(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err)
 {
-    size_t at = 0;
-
-    while (n - at >= RV_MUX_HDR) {
-        uint32_t id = get_be32(buf + at), len = get_be32(buf + at + 4);
-        if (id == 0)
-            return rv_fail(err, 0, "NRI: a frame for connection 0 (reserved)");
-        if (len > RV_MUX_FRAME_MAX)
-            return rv_fail(err, 0, "NRI: a frame of %u bytes (at most %u)", len, RV_MUX_FRAME_MAX);
-        if (n - at - RV_MUX_HDR < len)
-            break;
-        if (id < 3) {
-            /* the stream's previous message is done once more bytes come */
-            in->conn[id].off += in->taken[id];
-            in->taken[id] = 0;
-            if (append(&in->conn[id], buf + at + RV_MUX_HDR, len, err) < 0)
-                return -1;
-        } else {
-            in->dropped += len;   /* NRI's multiplexer drops them too */
-        }
-        at += RV_MUX_HDR + len;
+    if (in->cur < 3) {
+        /* the stream's previous message is done once more bytes come */
+        in->conn[in->cur].off += in->taken[in->cur];
+        in->taken[in->cur] = 0;
+        if (append(&in->conn[in->cur], data, n, err) < 0)
+            return -1;
+    } else {
+        in->dropped += n;   /* NRI's multiplexer drops them too */
     }
-    *used = at;
+    in->left -= n;
     return 0;
 }
 
 int rv_mux_feed(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err)
 {
-    size_t used = 0;
-
-    if (in->trunk.len == in->trunk.off) {
-        /* the common case: whole frames straight from the read */
-        if (frames(in, data, n, &used, err) < 0)
-            return -1;
-        in->trunk.off = in->trunk.len = 0;
-        return append(&in->trunk, data + used, n - used, err);
+    while (n > 0) {
+        size_t k;
+        if (in->left > 0) {
+            k = n < in->left ? n : in->left;
+            if (payload(in, data, k, err) < 0)
+                return -1;
+        } else {
+            k = RV_MUX_HDR - in->hdr_len < n ? RV_MUX_HDR - in->hdr_len : n;
+            memcpy(in->hdr + in->hdr_len, data, k);
+            if ((in->hdr_len += k) == RV_MUX_HDR) {
+                uint32_t id = get_be32(in->hdr), len = get_be32(in->hdr + 4);
+                if (id == 0)
+                    return rv_fail(err, 0, "NRI: a frame for connection 0 (reserved)");
+                if (len > RV_MUX_FRAME_MAX)
+                    return rv_fail(err, 0, "NRI: a frame of %u bytes (at most %u)", len, RV_MUX_FRAME_MAX);
+                in->cur = id;
+                in->left = len;
+                in->hdr_len = 0;
+            }
+        }
+        data += k;
+        n -= k;
     }
-    if (append(&in->trunk, data, n, err) < 0 ||
-        frames(in, in->trunk.p + in->trunk.off, in->trunk.len - in->trunk.off, &used, err) < 0)
-        return -1;
-    in->trunk.off += used;
     return 0;
+}
+
+uint8_t *rv_mux_direct(struct rv_mux_in *in, size_t *room)
+{
+    struct rv_error err;
+    struct rv_bytes *b;
+
+    if (in->left == 0 || in->cur >= 3)
+        return NULL;
+    b = &in->conn[in->cur];
+    b->off += in->taken[in->cur];
+    in->taken[in->cur] = 0;
+    if (reserve(b, in->left, &err) < 0)
+        return NULL;   /* rv_mux_feed says why */
+    *room = in->left;
+    return b->p + b->len;
+}
+
+void rv_mux_direct_done(struct rv_mux_in *in, size_t n)
+{
+    in->conn[in->cur].len += n;
+    in->left -= n;
+}
+
+bool rv_mux_mid_call(const struct rv_mux_in *in, unsigned conn)
+{
+    return in->hdr_len > 0 || in->left > 0 || in->conn[conn].len > in->conn[conn].off + in->taken[conn];
 }
 
 int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
@@ -140,7 +165,6 @@ int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
 
 void rv_mux_in_free(struct rv_mux_in *in)
 {
-    rv_bytes_free(&in->trunk);
     for (int i = 0; i < 3; i++)
         rv_bytes_free(&in->conn[i]);
     memset(in, 0, sizeof(*in));

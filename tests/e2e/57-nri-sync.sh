@@ -11,7 +11,11 @@
 # serving, then not answering while the plugin is stopped (SIGSTOP) with a
 # call waiting, then connection closed once the fake runtime closes it; the
 # plugin resumed logs the dropped call and registers again (the container is
-# not said twice). Needs build/.../tests/test_nri_conn (BUILD).
+# not said twice); the same socket spelled otherwise (`.`, `//`) is refused
+# too; a registration the runtime closes during Synchronize (containerd's
+# failed split) is said at warn, by doctor and node ready, and the plugin
+# waits (RESVIEW_NRI_SYNC_BACKOFF_MS) before it registers and serves again.
+# Needs build/.../tests/test_nri_conn (BUILD).
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 
@@ -48,7 +52,7 @@ FAKE_PID=$!
 exec 7>"$T/fake.in"
 t_cleanup "kill $FAKE_PID"
 wait_for 10 fake_says listening || { echo "not ok - the fake runtime: $(cat "$T/fake.out")"; exit 1; }
-RESVIEW_CONFIG=$T/config.json "$CLI" nri --socket "$SOCK" >>"$T/nri.out" 2>&1 &
+RESVIEW_CONFIG=$T/config.json RESVIEW_NRI_SYNC_BACKOFF_MS=2000 "$CLI" nri --socket "$SOCK" >>"$T/nri.out" 2>&1 &
 PLUGIN=$!
 t_cleanup "kill -CONT $PLUGIN; kill $PLUGIN"
 echo accept >&7
@@ -72,6 +76,11 @@ t_contains "…saying which one serves it" "$out" "another \`resview nri\` (pid 
 t_eq "…in one line" "$(wc -l <<<"$out")" "1"
 t_eq "the record is still the first's" "$(jq -r .pid "$T/state/nri-plugin.json")" "$PLUGIN"
 t_contains "doctor still says serving" "$(doctor)" ", serving"
+for spelled in "$T/./nri.sock" "$T//nri.sock"; do
+    out=$(cd / && RESVIEW_CONFIG=$T/config.json timeout 10 "$CLI" nri --socket "$spelled" 2>&1); rc=$?
+    t_contains "the socket spelled \`$spelled\`: refused, naming the first" "$rc $out" \
+        "another \`resview nri\` (pid $PLUGIN) serves"
+done
 
 # 4. stopped with a call waiting: not answering; the runtime closes: closed
 kill -STOP "$PLUGIN"
@@ -100,3 +109,23 @@ t_contains "doctor: serving again" "$(doctor)" ", serving"
 t_eq "its limit, still" "$(mem_inside "$id")" "524288"
 kill "$PLUGIN"; wait "$PLUGIN" 2>/dev/null
 t_ok "SIGTERM: the plugin removes its record" test ! -e "$T/state/nri-plugin.json"
+
+# 6. the runtime closes the registration during Synchronize (its split failed)
+RESVIEW_CONFIG=$T/config.json RESVIEW_NRI_SYNC_BACKOFF_MS=2000 "$CLI" nri --socket "$SOCK" >>"$T/nri.out" 2>&1 &
+PLUGIN=$!
+t_cleanup "kill $PLUGIN"
+echo sync-fail >&7
+wait_for 10 fake_says "sync failed"
+wait_for 10 grep -q "closed the connection during Synchronize" "$T/resview.log"
+t_contains "said at warn, with the likely reason" "$(grep 'during Synchronize' "$T/resview.log")" \
+    "warn resview-nri"
+t_contains "doctor: the registration closed during Synchronize" "$(doctor)" \
+    "cannot register: the runtime closed its connection during Synchronize 1 times in a row"
+t_contains "node ready says so" "$(ready_nri)" "closed its connection during Synchronize"
+t0=$(date +%s%N)
+echo accept >&7
+wait_for 15 synced 3
+t_eq "after its backoff, registered and synchronized again" "$(grep -c '^synchronized' "$T/fake.out")" "3"
+t_ok "…not before 2 s" test $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1500
+t_eq "doctor: nothing more said of it" "$(doctor | grep -c 'during Synchronize')" "0"
+t_contains "doctor: serving again" "$(doctor)" ", serving"

@@ -4,10 +4,16 @@
  *         (nri_wire.c), every message of connection 1 answered
  *         (rv_nri_handle), every one of connection 2 read as the answer to
  *         RegisterPlugin;
- *   odd:  the rest as a CreateContainer request's payload (the adjustment,
- *         nri_adjust.c, on the spec made of it).
+ *   1 mod 4: the rest as a CreateContainer request's payload (the
+ *         adjustment, nri_adjust.c, on the spec made of it);
+ *   3 mod 4: the rest as Synchronize messages' payloads, cut where the
+ *         byte 0xff is (nri_sync.c's reader on the wire bytes), then the
+ *         decision on what they named (rv_nri_sync_decide).
  * Invariants: an answer always comes, is a ttrpc Response whose status is
- * OK, INVALID_ARGUMENT or UNIMPLEMENTED; a CreateContainer answer adjusts
+ * OK, INVALID_ARGUMENT or UNIMPLEMENTED; a Synchronize answer is OK, its
+ * "more" the message's when it is a SynchronizeRequest, no more when it
+ * is not; the decision keeps no more containers than were named (of
+ * messages protobuf-c reads), never more than 4096; a CreateContainer answer adjusts
  * only env (names of the env.vars table, never a Slurm job's own) and
  * hooks (one, resview-hook's); nothing reads beyond the input (ASan). */
 #include "fuzz.h"
@@ -89,6 +95,48 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 2)
         return 0;
+    if ((data[0] & 3) == 3) {
+        size_t named = 0;
+        bool all_valid = true;
+        for (size_t at = 1; at <= size;) {
+            const uint8_t *cut = memchr(data + at, 0xff, size - at);
+            size_t n = cut ? (size_t)(cut - (data + at)) : size - at;
+            Ttrpc__Request req = TTRPC__REQUEST__INIT;
+            req.service = (char *)RV_NRI_SERVICE_PLUGIN;
+            req.method = (char *)"Synchronize";
+            req.payload.data = (uint8_t *)data + at;
+            req.payload.len = n;
+            size_t len = ttrpc__request__get_packed_size(&req);
+            uint8_t *buf = malloc(len), *out = NULL;
+            size_t out_len = 0;
+            FUZZ_CHECK(buf, "malloc");
+            ttrpc__request__pack(&req, buf);
+            FUZZ_CHECK(rv_nri_handle(&plugin, buf, len, &out, &out_len) == 0, "no answer to Synchronize");
+            free(buf);
+            Ttrpc__Response *r = ttrpc__response__unpack(NULL, out_len, out);
+            FUZZ_CHECK(r && (!r->status || r->status->code == 0), "Synchronize not answered OK");
+            Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr =
+                nri__pkg__api__v1alpha1__synchronize_response__unpack(NULL, r->payload.len, r->payload.data);
+            Nri__Pkg__Api__V1alpha1__SynchronizeRequest *sq =
+                nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, n, data + at);
+            FUZZ_CHECK(sr, "the answer is no SynchronizeResponse");
+            FUZZ_CHECK(!sq || sr->more == sq->more, "more %d for a message's %d", sr->more, sq ? sq->more : -1);
+            all_valid &= sq != NULL;
+            if (sq) {
+                named += sq->n_containers;
+                nri__pkg__api__v1alpha1__synchronize_request__free_unpacked(sq, NULL);
+            }
+            nri__pkg__api__v1alpha1__synchronize_response__free_unpacked(sr, NULL);
+            ttrpc__response__free_unpacked(r, NULL);
+            free(out);
+            at += n + 1;
+        }
+        rv_nri_sync_end(&plugin);
+        size_t kept = rv_nri_sync_decide(&plugin);
+        FUZZ_CHECK(kept <= 4096 && (!all_valid || kept <= named), "%zu containers kept of %zu named", kept, named);
+        rv_nri_sync_free(&plugin);
+        return 0;
+    }
     if (data[0] & 1) {
         Ttrpc__Request req = TTRPC__REQUEST__INIT;
         req.service = (char *)RV_NRI_SERVICE_PLUGIN;

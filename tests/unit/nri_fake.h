@@ -143,4 +143,77 @@ static FAKE_UNUSED int runtime_call(int fd, struct rv_mux_in *in, uint32_t strea
     return *resp ? 0 : -1;
 }
 
+/* An empty Synchronize (one message, nothing running): what the runtime
+ * sends right after Configure. */
+static FAKE_UNUSED int sync_empty(int fd, struct rv_mux_in *in, uint32_t stream)
+{
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    Ttrpc__Response *resp = NULL;
+    int r = runtime_call(fd, in, stream, "Synchronize", &sync.base, &resp);
+    if (resp)
+        ttrpc__response__free_unpacked(resp, NULL);
+    return r;
+}
+
+/* A runtime's Synchronize, split as containerd's NRI splits it
+ * (containerd/nri pkg/adaptation/plugin.go: synchronize and
+ * recalcObjsPerSyncMsg): everything in one message; while a message is over
+ * ttrpc's 4 MiB, the pods and containers per message scaled by 4 MiB over
+ * its size (at most 0.9), at least 4 and 4 (where containerd itself slices
+ * past the end with fewer than 4 pods: here, what is left), failing when 8
+ * objects are still too large; each message answered before the next.
+ * Returns the messages sent, -1 on an error, -2 where containerd would
+ * give up ("failed to synchronize plugin with split messages"). *ms: from
+ * the first byte sent to the last answer read (the encoding left out);
+ * *bytes: what was sent. */
+static FAKE_UNUSED int sync_split(int fd, struct rv_mux_in *in, uint32_t *stream, nri_pod **pods, size_t np,
+                                  nri_container **ctrs, size_t nc, double *ms, size_t *bytes)
+{
+    size_t pods_per = np, ctrs_per = nc;
+    int sent = 0;
+    *ms = 0;
+    *bytes = 0;
+    for (;;) {
+        Nri__Pkg__Api__V1alpha1__SynchronizeRequest req = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+        req.pods = pods;
+        req.n_pods = pods_per < np ? pods_per : np;
+        req.containers = ctrs;
+        req.n_containers = ctrs_per < nc ? ctrs_per : nc;
+        req.more = np > req.n_pods || nc > req.n_containers;
+        size_t size = protobuf_c_message_get_packed_size(&req.base) + 64;   /* the envelope's */
+        if (size > RV_TTRPC_MAX) {
+            if (pods_per + ctrs_per <= 8)
+                return -2;
+            double f = (double)RV_TTRPC_MAX / (double)size;
+            f = f > 0.9 ? 0.9 : f;
+            pods_per = (size_t)((double)pods_per * f);
+            ctrs_per = (size_t)((double)ctrs_per * f);
+            if (pods_per + ctrs_per < 8)
+                pods_per = ctrs_per = 4;
+            continue;
+        }
+        Ttrpc__Response *resp = NULL;
+        if (runtime_call(fd, in, *stream, "Synchronize", &req.base, &resp) < 0)
+            return -1;
+        *stream += 2;
+        *ms += call_ms;
+        *bytes += size;
+        sent++;
+        Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr = resp->status && resp->status->code ? NULL :
+            nri__pkg__api__v1alpha1__synchronize_response__unpack(NULL, resp->payload.len, resp->payload.data);
+        bool right = sr && sr->more == req.more && sr->n_update == 0;
+        if (sr)
+            nri__pkg__api__v1alpha1__synchronize_response__free_unpacked(sr, NULL);
+        ttrpc__response__free_unpacked(resp, NULL);
+        if (!right)
+            return -1;   /* containerd: "plugin does not handle split sync requests" */
+        if (!req.more)
+            return sent;
+        pods += req.n_pods;
+        np -= req.n_pods;
+        ctrs += req.n_containers;
+        nc -= req.n_containers;
+    }
+}
+
 #endif

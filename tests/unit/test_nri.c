@@ -857,6 +857,24 @@ static void seeds(const char *dir)
     annotate(&f, "resview.io/gomaxprocs", "false");
     annotate_pod(&f, "resview.io/lxcfs", "false");
     write_seed(dir, "create-payload", 1, buf, protobuf_c_message_pack(&f.req.base, buf));
+    /* two Synchronize messages (fuzz_nri's mode 3: cut at 0xff): the
+     * fixture's pod and container with its variables, more; then the last */
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    nri_pod *podp = &f.pod;
+    nri_container *cp = &f.c;
+    f.c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
+    f.c.pid = 1;
+    sync.pods = &podp;
+    sync.n_pods = 1;
+    sync.containers = &cp;
+    sync.n_containers = 1;
+    sync.more = 1;
+    size_t n1 = protobuf_c_message_pack(&sync.base, buf);
+    buf[n1++] = 0xff;
+    sync.n_pods = 0;
+    sync.more = 0;
+    n1 += protobuf_c_message_pack(&sync.base, buf + n1);
+    write_seed(dir, "sync-payloads", 3, buf, n1);
     Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
     conf.runtime_name = "containerd";
     uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, "Configure", &conf.base, &len);
@@ -977,8 +995,170 @@ static int bench(const char *arg)
     return adjusted == rounds && ok_huge == 0 ? 0 : 1;
 }
 
+/* The plugin's CPU time so far, in ns (/proc/PID/schedstat: on the CPU) */
+static long long cpu_ns(pid_t pid)
+{
+    char path[64];
+    long long ns = -1;
+    snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f && fscanf(f, "%lld", &ns) != 1)
+        ns = -1;
+    if (f)
+        fclose(f);
+    return ns;
+}
+
+/* The plugin's user and system CPU so far, in ms (/proc/PID/stat, ticks) */
+static void cpu_split(pid_t pid, double *user, double *sys)
+{
+    char path[64], buf[1024];
+    unsigned long long ut = 0, st = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (p)
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
+    *user = (double)ut * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+    *sys = (double)st * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long vm_kib(pid_t pid, const char *what)
+{
+    char path[64], line[256];
+    long kib = -1;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, what, strlen(what)) == 0)
+            kib = atol(line + strlen(what) + 1);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* RESVIEW_NRI_SYNC_BENCH="SOCKET CONTAINERS VARIABLES PODS" (tests/bench.d/nri.sh):
+ * the runtime's side of a registration on a node where CONTAINERS run in
+ * PODS pods, each with VARIABLES variables of 12 bytes (`V00042=00042`),
+ * Synchronize split as containerd's NRI splits it (sync_split); prints the
+ * plugin's own CPU time for it (its schedstat, before Configure's answer
+ * and once the last answer is in and its healing child forked), the time
+ * from the first byte to the last answer, the plugin's peak RSS; then a
+ * CreateContainer, which must be answered with the variables (still
+ * serving). The containers' pids are beyond pid_max: the healing child finds
+ * no such process, touches nothing. */
+static int sync_bench(const char *arg)
+{
+    char sock[256];
+    int nc = 120, nv = 65000, np = 12;
+    if (sscanf(arg, "%255s %d %d %d", sock, &nc, &nv, &np) < 1 || nc < 1 || nv < 0 || np < 1)
+        return 2;
+    int lfd = listen_at(sock);
+    if (lfd < 0)
+        return 1;
+    alarm(300);
+    struct rv_mux_in in;
+    int fd = accept_register(lfd, &in);
+    struct ucred peer;
+    socklen_t pl = sizeof(peer);
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &pl) < 0)
+        return 1;
+    long pid_max = 4194304;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+    if (f && fscanf(f, "%ld", &pid_max) != 1)
+        pid_max = 4194304;
+    if (f)
+        fclose(f);
+    char **env = calloc((size_t)nv + 1, sizeof(*env)), *pool = malloc((size_t)nv * 13 + 1);
+    nri_pod *pods = calloc((size_t)np, sizeof(*pods)), **podp = calloc((size_t)np, sizeof(*podp));
+    nri_container *cs = calloc((size_t)nc, sizeof(*cs)), **cp = calloc((size_t)nc, sizeof(*cp));
+    Nri__Pkg__Api__V1alpha1__LinuxContainer *lin = calloc((size_t)nc, sizeof(*lin));
+    char (*ids)[32] = calloc((size_t)(nc + np), sizeof(*ids));
+    if (!env || !pool || !pods || !podp || !cs || !cp || !lin || !ids)
+        return 1;
+    for (int i = 0; i < nv; i++) {
+        env[i] = pool + (size_t)i * 13;
+        snprintf(env[i], 13, "V%05d=%05d", i % 100000, i % 100000);
+    }
+    for (int i = 0; i < np; i++) {
+        nri__pkg__api__v1alpha1__pod_sandbox__init(&pods[i]);
+        snprintf(ids[nc + i], sizeof(ids[0]), "pod%d", i);
+        pods[i].id = ids[nc + i];
+        pods[i].runtime_handler = "runc";
+        podp[i] = &pods[i];
+    }
+    for (int i = 0; i < nc; i++) {
+        nri__pkg__api__v1alpha1__container__init(&cs[i]);
+        nri__pkg__api__v1alpha1__linux_container__init(&lin[i]);
+        snprintf(ids[i], sizeof(ids[0]), "sync%04d", i);
+        cs[i].id = ids[i];
+        cs[i].pod_sandbox_id = ids[nc + i % np];
+        cs[i].state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
+        cs[i].pid = (uint32_t)(pid_max + 1 + i);
+        cs[i].env = env;
+        cs[i].n_env = (size_t)nv;
+        cs[i].linux = &lin[i];
+        lin[i].cgroups_path = "/kubepods/burstable/podabc/x";
+        cp[i] = &cs[i];
+    }
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    conf.request_timeout = 2000;
+    conf.runtime_name = "bench";
+    long long cpu0 = cpu_ns(peer.pid);
+    double u0, s0, u1, s1;
+    cpu_split(peer.pid, &u0, &s0);
+    if (runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) < 0)
+        return 1;
+    ttrpc__response__free_unpacked(resp, NULL);
+    uint32_t stream = 3;
+    double ms;
+    size_t bytes;
+    int msgs = sync_split(fd, &in, &stream, podp, (size_t)np, cp, (size_t)nc, &ms, &bytes);
+    struct timespec settle = { 0, 300 * 1000000L };
+    nanosleep(&settle, NULL);   /* the fork of the healing child counted too */
+    long long cpu1 = cpu_ns(peer.pid);
+    cpu_split(peer.pid, &u1, &s1);
+    long hwm = vm_kib(peer.pid, "VmHWM:");
+    struct fixture fx;
+    fixture(&fx);
+    int served = 0;
+    if (msgs > 0 && runtime_call(fd, &in, stream, "CreateContainer", &fx.req.base, &resp) == 0) {
+        nri_create_resp *cr = nri__pkg__api__v1alpha1__create_container_response__unpack(
+            NULL, resp->payload.len, resp->payload.data);
+        served = env_of(cr, "GOMAXPROCS") != NULL;
+        if (cr)
+            nri__pkg__api__v1alpha1__create_container_response__free_unpacked(cr, NULL);
+        ttrpc__response__free_unpacked(resp, NULL);
+    }
+    printf("%-36s %d running containers in %d pods, %d variables each: %.1f MiB in %d messages (split as "
+           "containerd's NRI)\n", "NRI Synchronize:", nc, np, nv, (double)bytes / (1 << 20), msgs);
+    printf("%-36s plugin CPU %.1f ms (Configure included; in ticks: user %.0f ms, system %.0f ms); all answered "
+           "in %.1f ms from the first byte sent; plugin peak RSS %ld KiB; then a CreateContainer %s\n", "",
+           (double)(cpu1 - cpu0) / 1e6, u1 - u0, s1 - s0, ms, hwm,
+           served ? "answered with the variables" : "NOT answered right");
+    free(env);
+    free(pool);
+    free(pods);
+    free(podp);
+    free(cs);
+    free(cp);
+    free(lin);
+    free(ids);
+    close(fd);
+    rv_mux_in_free(&in);
+    close(lfd);
+    return msgs > 0 && served && cpu0 >= 0 ? 0 : 1;
+}
+
 int main(void)
 {
+    if (getenv("RESVIEW_NRI_SYNC_BENCH"))
+        return sync_bench(getenv("RESVIEW_NRI_SYNC_BENCH"));
     if (getenv("RESVIEW_NRI_BENCH"))
         return bench(getenv("RESVIEW_NRI_BENCH"));
     if (getenv("RESVIEW_NRI_SEEDS")) {
@@ -988,6 +1168,8 @@ int main(void)
     }
     if (!mkdtemp(tmp))
         return 1;
+    /* the plugin's registrations closed before a Synchronize: again at once */
+    rv_nri_sync_backoff_ms = 100;
     rv_config_defaults(&cfg);
     strcpy(cfg.hook_path, "/usr/local/bin/resview-hook");
     strcpy(cfg.log_file, "/dev/null");

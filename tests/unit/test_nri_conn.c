@@ -8,7 +8,8 @@
  * running containers resview serves and that have no record get one (and a
  * note for doctor), the others are left alone.
  * RESVIEW_NRI_FAKE="SOCK ID PID CGROUPS_PATH": be the fake runtime for e2e
- * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin. */
+ * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin (accept, sync-fail,
+ * call, close). */
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
@@ -110,6 +111,37 @@ static void test_lock(void)
     waitpid(pid, &status, 0);
     ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
        "another process: the same socket refused naming the holder's pid, another socket taken");
+
+    /* one socket, other spellings: its directory through `.`, `//`, `..`, a
+     * link to it (as /var/run to /run), a relative path */
+    char link[256], path[256];
+    snprintf(link, sizeof(link), "%s/link", tmp);
+    snprintf(path, sizeof(path), "%s/sub", tmp);
+    ok(symlink(tmp, link) == 0 && mkdir(path, 0755) == 0, "a link to the socket's directory, a directory in it");
+    pid = fork();
+    if (pid == 0) {
+        const char *tail[] = { "/./a.sock", "//a.sock", "/sub/../a.sock", "/link/a.sock",
+                               "/link/./link//a.sock" };
+        int refused = 0, fd2 = -1;
+        struct rv_nri_status *st2;
+        struct rv_error e2;
+        char spelled[300];
+        for (int i = 0; i < 5; i++) {
+            snprintf(spelled, sizeof(spelled), "%s%s", tmp, tail[i]);
+            refused += rv_nri_lock(&cfg, spelled, &fd2, &st2, &e2) < 0 && e2.errnum == EBUSY;
+        }
+        if (chdir(link) == 0)
+            refused += rv_nri_lock(&cfg, "a.sock", &fd2, &st2, &e2) < 0 && e2.errnum == EBUSY;
+        _exit(refused == 6 ? 0 : 10 + refused);
+    }
+    waitpid(pid, &status, 0);
+    ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "the same socket spelled six other ways (`.`, `//`, `..`, a linked directory, relative): refused "
+       "(exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    char id1[PATH_MAX], id2[PATH_MAX];
+    ok(rv_nri_socket_identity("/nonexistent-rv//x/./y/../nri.sock", id1, sizeof(id1)) == 0 &&
+       strcmp(id1, "/nonexistent-rv/x/nri.sock") == 0 && rv_nri_socket_identity("/nri.sock", id2, sizeof(id2)) == 0 &&
+       strcmp(id2, "/nri.sock") == 0, "a directory not there yet: cleaned as written (%s, %s)", id1, id2);
     close(fd);
     munmap(st, sizeof(*st));
 }
@@ -131,7 +163,8 @@ static void test_plugin(void)
     int fd = accept_register(lfd, &in);
     ok(fd >= 0, "the plugin registered");
     conf_init(&conf, 1000);
-    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured (request timeout 1 s)");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && sync_empty(fd, &in, 2001) == 0,
+       "configured (request timeout 1 s), synchronized");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &reg) == RV_NRI_REG_LIVE && reg.pid == pid && reg.ino > 0 &&
        reg.timeout_ms == 1000, "the record names the plugin, its connection's inode and the timeout");
@@ -180,7 +213,8 @@ static void test_plugin(void)
                "re-registration, not variables ("), "the dropped call is logged as such");
     ok(wait_record(RV_NRI_REG_NONE, &now) == RV_NRI_REG_NONE, "until configured again, no record");
     conf_init(&conf, 1000);
-    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured again");
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0 && sync_empty(fd, &in, 2001) == 0,
+       "configured again, synchronized");
     ttrpc__response__free_unpacked(resp, NULL);
     ok(wait_record(RV_NRI_REG_LIVE, &now) == RV_NRI_REG_LIVE && now.ino != reg.ino,
        "the new record names the new connection");
@@ -321,6 +355,264 @@ static void test_sync(void)
     close(lfd);
 }
 
+/* ---- Synchronize against hostile runtimes and tenants ---- */
+
+/* A call whose payload is raw bytes, answered: 0 with the answer's status
+ * code in *code and its SynchronizeResponse's more in *more. */
+static int raw_call(int fd, struct rv_mux_in *in, uint32_t stream, const char *method, const uint8_t *payload,
+                    size_t len, int *code, int *more)
+{
+    Ttrpc__Request req = TTRPC__REQUEST__INIT;
+    struct rv_bytes out = { 0 };
+    struct rv_ttrpc_msg m;
+    struct rv_error err;
+    req.service = (char *)RV_NRI_SERVICE_PLUGIN;
+    req.method = (char *)method;
+    req.payload.data = (uint8_t *)payload;
+    req.payload.len = len;
+    size_t n = ttrpc__request__get_packed_size(&req);
+    uint8_t *buf = malloc(n);
+    ttrpc__request__pack(&req, buf);
+    int r = rv_mux_put(&out, RV_MUX_PLUGIN, stream, RV_TTRPC_REQUEST, 1, buf, n, &err);
+    free(buf);
+    if (r == 0 && write(fd, out.p, out.len) != (ssize_t)out.len)
+        r = -1;
+    rv_bytes_free(&out);
+    if (r < 0 || read_msg(fd, in, RV_MUX_PLUGIN, &m) != 1 || m.stream != stream)
+        return -1;
+    Ttrpc__Response *resp = ttrpc__response__unpack(NULL, m.len, m.data);
+    if (!resp)
+        return -1;
+    *code = resp->status ? resp->status->code : 0;
+    Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr =
+        nri__pkg__api__v1alpha1__synchronize_response__unpack(NULL, resp->payload.len, resp->payload.data);
+    *more = sr ? sr->more : -1;
+    if (sr)
+        nri__pkg__api__v1alpha1__synchronize_response__free_unpacked(sr, NULL);
+    ttrpc__response__free_unpacked(resp, NULL);
+    return 0;
+}
+
+/* A CreateContainer answered with the variables: the plugin still serves */
+static bool still_serves(int fd, struct rv_mux_in *in, uint32_t stream)
+{
+    nri_create_req req = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_REQUEST__INIT;
+    nri_pod pod;
+    nri_container c;
+    Ttrpc__Response *resp = NULL;
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+    nri__pkg__api__v1alpha1__container__init(&c);
+    pod.id = "podx";
+    pod.runtime_handler = "runc";
+    c.id = "fresh1";
+    c.pod_sandbox_id = "podx";
+    req.pod = &pod;
+    req.container = &c;
+    if (runtime_call(fd, in, stream, "CreateContainer", &req.base, &resp) < 0)
+        return false;
+    nri_create_resp *cr = nri__pkg__api__v1alpha1__create_container_response__unpack(NULL, resp->payload.len,
+                                                                                      resp->payload.data);
+    bool yes = cr && cr->adjust && cr->adjust->n_env > 0;
+    if (cr)
+        nri__pkg__api__v1alpha1__create_container_response__free_unpacked(cr, NULL);
+    ttrpc__response__free_unpacked(resp, NULL);
+    return yes;
+}
+
+static int count_log(const char *needle)
+{
+    char line[8192];
+    int n = 0;
+    FILE *f = fopen(cfg.log_file, "re");
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void test_sync_hostile(void)
+{
+    char sock[256], trouble[640];
+    struct rv_mux_in in;
+    Ttrpc__Response *resp = NULL;
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf;
+    struct rv_error err;
+    struct stat st;
+
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        alarm(60);
+        pause();
+        _exit(0);
+    }
+    snprintf(sock, sizeof(sock), "%s/hostile.sock", tmp);
+    int lfd = listen_at(sock);
+    pid_t pid = plugin_start(sock);
+    conf_init(&conf, 2000);
+
+    /* 1. the runtime closes right after Configure (its split failed before a
+     * message went out), twice: warn, counted, backed off, doubling */
+    int closes0 = count_log("NRI: the runtime closed the connection during Synchronize");
+    long t[3];
+    for (int i = 0; i < 2; i++) {
+        int fd = accept_register(lfd, &in);
+        ok(fd >= 0 && runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0,
+           "registration %d: configured, then closed before any Synchronize", i + 1);
+        ttrpc__response__free_unpacked(resp, NULL);
+        close(fd);
+        rv_mux_in_free(&in);
+        t[i] = rv_now_ms();
+        char want[32];
+        snprintf(want, sizeof(want), " %d times in a row", i + 1);
+        for (int k = 0; k < 80 && !(rv_nri_sync_trouble(&cfg, sock, trouble, sizeof(trouble)) == 1 &&
+                                    strstr(trouble, want)); k++)
+            usleep(25000);
+    }
+    ok(rv_nri_sync_trouble(&cfg, sock, trouble, sizeof(trouble)) == 1 && strstr(trouble, "2 times in a row"),
+       "the instance's status, as doctor and node ready read it: %s", trouble);
+    int fd = accept_register(lfd, &in);
+    t[2] = rv_now_ms();
+    ok(fd >= 0 && t[2] - t[1] >= 500 && t[1] - t[0] < 2000, "the third registration waited the doubled backoff (%ld ms; 300 ms, then 600)",
+       t[2] - t[1]);
+    ok(count_log("NRI: the runtime closed the connection during Synchronize") - closes0 == 2 &&
+       count_log("warn resview-nri") > 0, "each said at warn, with the runtime's likely reason");
+    ok(log_line_has("during Synchronize", "failed to synchronize plugin with split messages"),
+       "…naming containerd's split failure");
+
+    /* 2. a split closed in the middle: what came is healed */
+    struct sync_c c[2];
+    nri_container *cp[2] = { &c[0].c, &c[1].c };
+    nri_pod pod, *podp = &pod;
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+    pod.id = "pod1";
+    pod.runtime_handler = "runc";
+    sync_container(&c[0], "midsplit1", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    sync_container(&c[1], "midsplit2", sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest part = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    part.pods = &podp;
+    part.n_pods = 1;
+    part.containers = cp;
+    part.n_containers = 1;
+    part.more = 1;
+    ok(runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "configured");
+    ttrpc__response__free_unpacked(resp, NULL);
+    Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr = NULL;
+    ok(runtime_call(fd, &in, 3, "Synchronize", &part.base, &resp) == 0 &&
+       (sr = nri__pkg__api__v1alpha1__synchronize_response__unpack(NULL, resp->payload.len, resp->payload.data)) &&
+       sr->more, "a first message (more): answered at once, more echoed");
+    if (sr)
+        nri__pkg__api__v1alpha1__synchronize_response__free_unpacked(sr, NULL);
+    ttrpc__response__free_unpacked(resp, NULL);
+    part.pods = NULL;
+    part.n_pods = 0;
+    part.containers = cp + 1;
+    ok(runtime_call(fd, &in, 5, "Synchronize", &part.base, &resp) == 0, "a second (more)");
+    ttrpc__response__free_unpacked(resp, NULL);
+    close(fd);   /* and the runtime gives up */
+    rv_mux_in_free(&in);
+    bool healed = false;
+    for (int i = 0; i < 200 && !healed; i++) {
+        usleep(50000);
+        healed = rv_state_stat(&cfg, "midsplit1", RV_NRI_SYNC_FILE, &st) == 0 &&
+                 rv_state_stat(&cfg, "midsplit2", RV_NRI_SYNC_FILE, &st) == 0;
+    }
+    ok(healed, "closed mid-split: the containers of the messages that came get their views (and the note)");
+    ok(log_line_has("during Synchronize (", "2 messages answered, naming 2 containers"),
+       "the warning says what came (2 messages, 2 containers)");
+
+    /* 3. malformed, truncated, many, duplicated: each answered, the plugin serves after */
+    fd = accept_register(lfd, &in);
+    ok(fd >= 0 && runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) == 0, "registered again");
+    ttrpc__response__free_unpacked(resp, NULL);
+    uint32_t stream = 3;
+    int code = -1, more = -1, answered = 0;
+    static const uint8_t garbage[] = { 0x12, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3 };   /* a container of 4 GiB */
+    answered += raw_call(fd, &in, stream, "Synchronize", garbage, sizeof(garbage), &code, &more) == 0 && code == 0 &&
+                more == 0;
+    stream += 2;
+    /* a real message cut at every length: nothing read past it */
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest whole = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    whole.pods = &podp;
+    whole.n_pods = 1;
+    whole.containers = cp;
+    whole.n_containers = 2;
+    whole.more = 1;
+    size_t wl = nri__pkg__api__v1alpha1__synchronize_request__get_packed_size(&whole);
+    uint8_t *wb = malloc(wl);
+    nri__pkg__api__v1alpha1__synchronize_request__pack(&whole, wb);
+    int cuts = 0;
+    for (size_t cut = 0; cut < wl; cut += 7, stream += 2)
+        cuts += raw_call(fd, &in, stream, "Synchronize", wb, cut, &code, &more) == 0 && code == 0;
+    free(wb);
+    ok(answered == 1 && cuts == (int)((wl + 6) / 7), "a container of 4 GiB (answered OK, more: no) and %d cuts of a "
+       "message: each answered OK", cuts);
+    /* many split messages: 300, each naming the same 2 containers (more) */
+    int many = 0;
+    for (int i = 0; i < 300; i++, stream += 2) {
+        Ttrpc__Response *r2 = NULL;
+        many += runtime_call(fd, &in, stream, "Synchronize", &whole.base, &r2) == 0;
+        if (r2)
+            ttrpc__response__free_unpacked(r2, NULL);
+    }
+    whole.more = 0;
+    whole.n_containers = 0;
+    Ttrpc__Response *r3 = NULL;
+    many += runtime_call(fd, &in, stream, "Synchronize", &whole.base, &r3) == 0;
+    stream += 2;
+    if (r3)
+        ttrpc__response__free_unpacked(r3, NULL);
+    ok(many == 301, "300 split messages then the last: each answered (%d)", many);
+    for (int i = 0; i < 60 && !log_has("some ids named twice: left alone"); i++)
+        usleep(50000);
+    ok(log_has("some ids named twice: left alone"), "ids named more than once: left alone, said");
+    /* tenants' environments: 65,000 variables each, an opt-out as the last
+     * of one, split as containerd splits them */
+    enum { BIG = 12, VARS = 65000 };
+    static char pool[VARS][16];
+    static char *env[VARS + 1];
+    struct sync_c big[BIG];
+    nri_container *bp[BIG];
+    char ids[BIG][16];
+    for (int i = 0; i < VARS; i++) {
+        snprintf(pool[i], sizeof(pool[i]), "V%05d=%05d", i, i);
+        env[i] = pool[i];
+    }
+    env[VARS] = "RESVIEW_LXCFS=0";
+    for (int i = 0; i < BIG; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "big%d", i);
+        sync_container(&big[i], ids[i], sleeper, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING);
+        big[i].c.env = env;
+        big[i].c.n_env = VARS + (i == 0);
+        bp[i] = &big[i].c;
+    }
+    double ms;
+    size_t bytes;
+    int msgs = sync_split(fd, &in, &stream, &podp, 1, bp, BIG, &ms, &bytes);
+    ok(msgs == 3, "%d containers of %d variables (%.1f MiB) split as containerd splits them: %d messages, "
+       "answered in %.0f ms", BIG, VARS, (double)bytes / (1 << 20), msgs, ms);
+    bool given = false;
+    for (int i = 0; i < 100 && !given; i++) {
+        usleep(50000);
+        given = rv_state_stat(&cfg, "big1", RV_NRI_SYNC_FILE, &st) == 0 &&
+                rv_state_stat(&cfg, "big11", RV_NRI_SYNC_FILE, &st) == 0;
+    }
+    ok(given && !rv_state_exists(&cfg, "big0"), "…each given its views but the one whose 65,001st variable "
+       "opts out");
+    ok(still_serves(fd, &in, stream), "then a CreateContainer: answered with the variables");
+    stream += 2;
+    ok(rv_nri_sync_trouble(&cfg, sock, trouble, sizeof(trouble)) == 0,
+       "a Synchronize completed: no trouble in the status any more");
+    (void)err;
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
+    close(fd);
+    rv_mux_in_free(&in);
+    close(lfd);
+}
+
 /* ---- the fake runtime of e2e 57 ---- */
 
 static int fake_runtime(const char *arg)
@@ -370,6 +662,19 @@ static int fake_runtime(const char *arg)
             ttrpc__response__free_unpacked(resp, NULL);
             stream += 2;
             printf("synchronized in %ld ms\n", rv_now_ms() - t0);
+        } else if (strncmp(line, "sync-fail", 9) == 0) {
+            /* a registration closed during Synchronize, as containerd does
+             * when its split fails: Configure, then the connection closed */
+            for (int i = 0; i < 20 && (fd = accept_register(lfd, &in)) < 0; i++)
+                rv_mux_in_free(&in);
+            conf_init(&conf, 1000);
+            if (fd < 0 || runtime_call(fd, &in, 1, "Configure", &conf.base, &resp) < 0)
+                return 1;
+            ttrpc__response__free_unpacked(resp, NULL);
+            close(fd);
+            rv_mux_in_free(&in);
+            fd = -1;
+            printf("sync failed\n");
         } else if (strncmp(line, "call", 4) == 0) {
             /* a call, not waited for (the plugin may be stopped) */
             if (send_call(fd, stream, "Shutdown", NULL) < 0)
@@ -393,6 +698,7 @@ int main(void)
     if (!mkdtemp(tmp))
         return 1;
     signal(SIGPIPE, SIG_IGN);
+    rv_nri_sync_backoff_ms = 300;
     rv_config_defaults(&cfg);
     strcpy(cfg.hook_path, "/bin/true");
     strcpy(cfg.hook_stage, "prestart");
@@ -404,6 +710,7 @@ int main(void)
     test_lock();
     test_plugin();
     test_sync();
+    test_sync_hostile();
 
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
