@@ -376,6 +376,13 @@ t_eq "install: workloads created" "$(cat "$T/w1.err" "$T/w2.err")" ""
 t_ok "install: every workload reads its views" all_views 20
 t_eq "install: /proc/cpuinfo: 1 processor" "$(kexec "$(cid w1 main)" grep -c ^processor /proc/cpuinfo)" "1"
 t_contains "install: GOMAXPROCS=1" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
+# the metrics as the DaemonSet turns them on: the agent's watch on the port its annotation names
+port=$(sed -n 's/^ *prometheus.io\/port: *"\([0-9]*\)"/\1/p' "$K8S/daemonset.yaml")
+m=$(curl -s --max-time 5 "http://127.0.0.1:${port:-none}/metrics")
+t_contains "install: the agent serves /metrics on the manifest's port (${port:-none})" "$m" "resview_build_info{version="
+t_line "install: /metrics: LXCFS up" "$m" "resview_lxcfs_up 1"
+t_ok "install: /metrics: both workloads counted with their views" \
+    awk '/^resview_container_views_total\{views="yes",reason="ok"\}/ {n = $2} END {exit !(n >= 2)}' <<<"$m"
 SNAP=$(snap)
 
 # Cases 2 to 4c: the agent's own restarts, rollout and files, the same on cgroup v1 and v2

@@ -53,6 +53,20 @@ healed() { for _ in $(seq 100); do [ "$(mem)" = "MemTotal: 262144 kB" ] && retur
 t_ok "lxcfs.service restarted: the views heal with no command (resview-watch)" healed
 t_contains "the log says watch repaired it" "$(cat /var/log/resview.log 2>/dev/null)" "$ID"
 
+# the metrics through the package's unit, as resview(8) MONITORING tells an
+# operator: metrics.address in the configuration, the unit restarted; a
+# container started after that is counted
+jq '.metrics.address = "127.0.0.1:9464"' /etc/resview/config.json >"$T/cfg" && cat "$T/cfg" >/etc/resview/config.json
+systemctl restart resview-watch && wait_active
+scrape() { curl -s --max-time 5 http://127.0.0.1:9464/metrics; }
+for _ in $(seq 50); do scrape | grep -q '^resview_lxcfs_up 1' && break; sleep 0.2; done
+rv_bundle "$T/b2" '.process.args = ["/bin/true"]'
+(cd "$T/b2" && resview-runtime --root "$T/runc-root" run "$ID-2" </dev/null >/dev/null 2>&1)
+m=$(scrape)
+t_line "resview-watch.service serves /metrics: LXCFS up" "$m" "resview_lxcfs_up 1"
+t_line "/metrics: the container started since, with its views" "$m" 'resview_container_views_total{views="yes",reason="ok"} 1'
+t_ok "the package's logrotate file passes logrotate's own check" logrotate -d /etc/logrotate.d/resview
+
 # a user's FUSE file system that never answers, mounted through fusermount3
 # in a directory of the user's in users/ (1733, where /run is a tmpfs of its
 # own): the purge neither enters nor waits on it, and it goes with its directory
@@ -66,7 +80,8 @@ for _ in $(seq 100); do grep -qs ready "$T/fu.out" && break; sleep 0.1; done
 t_eq "(a user's FUSE mount in users/)" "$(grep -c ' /run/resview/users/nobody ' /proc/self/mountinfo)" 1
 start=$SECONDS
 out=$(timeout 150 env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q purge resview 2>&1); rc=$?
-echo "# purge: $((SECONDS - start)) s"
+echo "# purge: $((SECONDS - start)) s (pivot_root: $(command -v pivot_root || echo none))"
+grep '^resview:' <<<"$out" | sed 's/^/#   /'
 t_eq "apt purge: exit 0" "$rc" 0
 t_eq "purge: the user's mount went with its directory, nothing left, nothing said" \
     "$(grep -c ' /run/resview/' /proc/self/mountinfo) $(grep -c 'resview: left' <<<"$out")" "0 0"
