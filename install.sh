@@ -45,6 +45,7 @@ ETC=$DESTDIR/etc/resview
 HOOKSD=$DESTDIR/usr/share/containers/oci/hooks.d
 APPARMOR_D=$DESTDIR/etc/apparmor.d
 SYSTEMD=$DESTDIR/etc/systemd/system
+ROTATE=$DESTDIR/etc/logrotate.d/resview   # the log's rotation (hooks/logrotate/)
 RUNTIME_PATH=$PREFIX/bin/resview-runtime     # as the engines will see it
 HOOK_PATH=$PREFIX/bin/resview-hook
 
@@ -105,6 +106,8 @@ if [ $uninstall = 1 ]; then
     fi
     rmdir "$SYSTEMD/lxcfs.service.d" 2>/dev/null || true
     [ -d "$SHARE" ] && run rm -rf "$SHARE"
+    if cmp -s hooks/logrotate/resview "$ROTATE"; then run rm -f "$ROTATE"
+    elif [ -e "$ROTATE" ]; then say "kept $ROTATE (changed since install)"; fi
     if [ -e "$ETC/config.json" ]; then
         if [ "$(jq -S . "$ETC/config.json" 2>/dev/null)" = "$(default_config | jq -S .)" ]; then
             run rm -f "$ETC/config.json"
@@ -153,6 +156,7 @@ else
     default_config >"$ETC/config.json"
     chmod 0644 "$ETC/config.json"
 fi
+[ -e "$ROTATE" ] || run install -D -m 0644 hooks/logrotate/resview "$ROTATE"
 # The FUSE runtime name (profiles/README.md "Who may ask"): a symlink; FUSE stays off until
 # fuse.allowed is set and an engine runtime entry names it.
 run ln -sfn resview-runtime "$BIN/resview-runtime-fuse"

@@ -20,6 +20,7 @@ t_contains "resview-runtime is static" "$(ldd "$R/opt/rv/bin/resview-runtime" 2>
 t_contains "resview-hook is static" "$(ldd "$R/opt/rv/bin/resview-hook" 2>&1)" "not a dynamic executable"
 t_eq "config.json written, hook path under the prefix" "$(jq -r .hook.path "$R/etc/resview/config.json")" "/opt/rv/bin/resview-hook"
 t_ok "seccomp profile installed" test -s "$R/opt/rv/share/resview/seccomp.json"
+t_ok "the log's rotation installed (hooks/logrotate/resview)" cmp "$TOP/hooks/logrotate/resview" "$R/etc/logrotate.d/resview"
 t_eq "the FUSE runtime name is a symlink to the runtime" "$(readlink "$R/opt/rv/bin/resview-runtime-fuse")" "resview-runtime"
 t_ok "no AppArmor profile any more" test ! -e "$R/etc/apparmor.d/resview-fuse"
 t_contains "lxcfs drop-in runs the installed resview" "$(cat "$R/etc/systemd/system/lxcfs.service.d/resview-repair.conf")" "/opt/rv/bin/resview repair"
