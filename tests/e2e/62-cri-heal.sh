@@ -7,7 +7,9 @@
 # inside reads its memory limit from /proc/meminfo), named once in the log
 # as started without resview's variables and by doctor; a second pass does
 # nothing; a pod opted out (resview.io/lxcfs: "false") is left alone; a CRI
-# socket that never answers ends the pass within its bound.
+# socket that never answers ends the pass within its bound; the agent itself
+# (`resview node run`, NRI mode, RESVIEW_NODE_HEAL_S=1, its own LXCFS) heals a
+# later pod from its loop while its plugin cannot register.
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 source "$TOP/tests/cri/engines.sh"
@@ -85,3 +87,20 @@ t0=$(date +%s)
 r=$(timeout 30 bash -c "$(declare -f heal); T=$T CLI=$CLI CTD_SOCK=$CTD_SOCK heal $T/hung.sock"; echo "rc=$?")
 t_contains "a hung CRI socket: the pass fails" "$r" "rc=1"
 t_ok "within its bound (5 s, not the test's 30 s timeout)" test $(( $(date +%s) - t0 )) -le 8
+
+# the agent itself (NRI mode, its plugin unable to register: no NRI socket): its loop heals a later pod
+late=$($PY "$T/start.py" late '{}' "$(pod_cgroup late)" 2>>"$T/start.err")
+mkdir -p "$T/payload/bin"
+cp "$BUILD/static/resview-runtime" "$BUILD/static/resview-hook" "$T/payload/bin/"
+jq --arg lx "$T/lxcfs2" '.lxcfs.root = $lx' "$T/config.json" >"$T/agent.json"
+RESVIEW_CONFIG=$T/agent.json RESVIEW_NODE_HEAL_S=1 "$CLI" node run --nri --nri-socket "$T/nri.sock" \
+    --cri-socket "$CTD_SOCK" --prefix "$T/opt" --payload "$T/payload" --lock "$T/run/node.lock" --host-pid $$ \
+    --resview-config "$T/agent.json" --lxcfs-dir "$T/lxcfs2" >"$T/agent.out" 2>&1 &
+AGENT=$!
+t_cleanup "kill $AGENT"
+late_healed() { [ "$(mem_of "$late")" = 524288 ]; }
+wait_for late_healed
+t_eq "the agent's loop: a later pod gets its views (its LXCFS)" "$(mem_of "$late")" "524288"
+t_contains "the agent says it" "$(grep '^[0-9]' "$T/agent.out")" "1 container started without resview's variables"
+t_eq "the log names the later one once" "$(grep -F "$late" "$T/resview.log" | grep -c "started without resview's variables")" "1"
+t_eq "and the first one still once" "$(grep -F "$id" "$T/resview.log" | grep -c "started without resview's variables")" "1"
