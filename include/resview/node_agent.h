@@ -25,6 +25,7 @@ struct rv_node_settings {
     bool uninstall;
     bool nri;                   /* RESVIEW_NODE_MODE=nri: the NRI plugin, containerd untouched */
     const char *nri_socket;     /* the runtime's NRI socket (RESVIEW_NODE_NRI_SOCKET) */
+    long heal_ms;               /* NRI mode: the CRI's containers looked at (RESVIEW_NODE_HEAL_S) */
     const char *prefix;
     char payload[PATH_MAX];
     const char *lxcfs_bin;
@@ -49,6 +50,13 @@ int rv_node_settings_check(struct rv_node_settings *n, struct rv_error *err);
 int rv_node_run(const struct rv_node_settings *n);
 int rv_node_ready(const struct rv_node_settings *n);
 int rv_node_step(const struct rv_node_settings *n, const char *step);
+/* NRI mode, while the plugin is not registered: the running containers
+ * that resview serves and that have no record get one and their views
+ * through the CRI (each named once at warn: started without variables);
+ * the agent does it every heal_ms in a bounded grandchild, `resview node
+ * heal` once in the foreground. *healed: records written. */
+#define RV_NODE_HEAL_TIMEOUT_MS 5000   /* all its CRI calls together */
+int rv_node_heal(const struct rv_node_settings *n, int timeout_ms, unsigned *healed, struct rv_error *err);
 
 /* One timestamped line on stdout (the pod's log). */
 void rv_node_say(const char *fmt, ...) RV_PRINTF(1, 2);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "resview/config.h"
 #include "resview/limits.h"
 
@@ -214,6 +215,24 @@ void rv_nri_sync_end(struct rv_nri_plugin *p);
 /* After the last message's answer: start the child (none when nothing to
  * do); the descriptors in close_fds (-1 ends) are closed in it. */
 void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds);
+
+/* The same healing without NRI (the node agent, through the CRI, while the
+ * plugin cannot register): a running container as the runtime lists it,
+ * its annotations as key, value, ..., NULL (the resview.io ones suffice). */
+struct rv_nri_seen {
+    const char *id, *pod, *handler;   /* handler "" when none */
+    uint32_t pid;
+    const char *const *pod_ann, *const *ann;
+};
+/* Whether resview gives it its views (rv_nri_adjust, as at CreateContainer:
+ * its handler served, not opted out, its requests valid, LXCFS on). */
+bool rv_nri_would_serve(struct rv_nri_plugin *p, const struct rv_nri_seen *c);
+/* For each of ids[i] (process pids[i]) without a record: write one (with
+ * RV_NRI_SYNC_FILE), say it once at warn, then repair them all (in this
+ * process: call it in a child). by_cri: found by the agent through the CRI,
+ * else at Synchronize. The count of records written. */
+unsigned rv_nri_heal(const struct rv_config *cfg, const char *const *ids, const pid_t *pids, size_t n,
+                     bool by_cri);
 void rv_nri_sync_free(struct rv_nri_plugin *p);
 /* What the instance on socket says of its registrations that the runtime
  * closed during Synchronize (its status, if its process lives): 1 with one

@@ -12,6 +12,9 @@
  *   uninstall  restore containerd's file, restart if the running containerd
  *              still has the entry; remove the binaries once nothing uses them
  *   ready      the readiness probe
+ *   heal       NRI mode: once, what the agent does every RESVIEW_NODE_HEAL_S
+ *              while the plugin is not registered (views, through the CRI,
+ *              for the running containers created meanwhile)
  *
  * When the pod ends nothing on the node is changed: the runtime entry, the
  * binaries and the configuration stay (a rollout must not restart containerd
@@ -29,7 +32,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: resview node run|install|configure|uninstall|ready [OPTIONS]\n"
+        "usage: resview node run|install|configure|uninstall|ready|heal [OPTIONS]\n"
         "  run          the DaemonSet's agent: install, configure, run LXCFS and `resview watch`\n"
         "               (NRI mode: install, run LXCFS, `resview watch` and `resview nri`;\n"
         "               containerd's configuration is not touched)\n"
@@ -38,6 +41,9 @@ static void usage(FILE *f)
         "  uninstall    restore containerd's configuration; remove the binaries once unused\n"
         "  ready        readiness: binaries intact, LXCFS live, runtime entry in use\n"
         "               (NRI mode: the plugin registered)\n"
+        "  heal         NRI mode: views, through the CRI, for the running containers created\n"
+        "               while the plugin could not register (the agent: every\n"
+        "               [RESVIEW_NODE_HEAL_S, 30] seconds while it is not registered)\n"
         "options (environment variable in brackets; the DaemonSet sets them from its ConfigMap):\n"
         "  --restart MODE             systemd | systemd:UNIT | none | command:/HOST/PATH\n"
         "                             [RESVIEW_NODE_RESTART, default systemd]\n"
@@ -134,6 +140,15 @@ int rv_cmd_node(const struct rv_config *cfg, int argc, char **argv)
         return rv_node_run(&n);
     if (strcmp(sub, "ready") == 0)
         return rv_node_ready(&n);
+    if (strcmp(sub, "heal") == 0) {
+        unsigned healed;
+        if (rv_node_heal(&n, RV_NODE_HEAL_TIMEOUT_MS, &healed, &err) < 0) {
+            fprintf(stderr, "resview node heal: %s\n", err.msg);
+            return 1;
+        }
+        printf("%u container%s given views\n", healed, healed == 1 ? "" : "s");
+        return 0;
+    }
     if (strcmp(sub, "install") == 0 || strcmp(sub, "configure") == 0 || strcmp(sub, "uninstall") == 0)
         return rv_node_step(&n, sub);
     fprintf(stderr, "resview node: unknown step `%s`\n", sub);

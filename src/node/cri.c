@@ -428,3 +428,237 @@ int rv_cri_ready_pods(const char *socket, int timeout_ms, const char *handler, u
         return rv_fail(err, EPROTO, "CRI `%s`: malformed ListPodSandboxResponse", socket);
     return 0;
 }
+
+/* --- running containers (the agent's healing without NRI) ---------------- */
+
+#define RUNNING_MAX 4096
+
+/* The resview.io entries of a map field (entries {key = 1, value = 2}) into
+ * kv (key, value, ..., NULL; RV_CRI_ANN at most). -1 malformed or out of memory. */
+static int take_ann(const char *entry, size_t elen, char **kv)
+{
+    const char *k, *v;
+    size_t kl, vl, p = 0, q = 0, i = 0;
+    int r;
+
+    if ((r = rv_pb_next_bytes(entry, elen, 1, &p, &k, &kl)) < 0)
+        return -1;
+    if (r == 0 || kl < 11 || kl > 64 || memcmp(k, "resview.io/", 11) != 0)
+        return 0;
+    if ((r = rv_pb_next_bytes(entry, elen, 2, &q, &v, &vl)) < 0)
+        return -1;
+    if (r == 0)
+        vl = 0;
+    while (kv[i])
+        i += 2;
+    if (i / 2 >= RV_CRI_ANN || vl > 4096)
+        return 0;
+    if (!(kv[i] = strndup(k, kl)) || !(kv[i + 1] = strndup(r ? v : "", vl)))
+        return -1;
+    return 0;
+}
+
+static void copy_str(char *out, size_t size, const char *v, size_t vl)
+{
+    snprintf(out, size, "%.*s", (int)(vl < size ? vl : 0), v);
+}
+
+void rv_cri_running_free(struct rv_cri_running *c, size_t n)
+{
+    for (size_t i = 0; c && i < n; i++)
+        for (size_t j = 0; j < 2 * RV_CRI_ANN; j++) {
+            free(c[i].ann[j]);
+            free(c[i].pod_ann[j]);
+        }
+    free(c);
+}
+
+int rv_cri_take_containers(const char *msg, size_t len, struct rv_cri_running **out, size_t *n)
+{
+    const char *ctr;
+    size_t clen, pos = 0, cap = 0;
+    int r;
+
+    *out = NULL;
+    *n = 0;
+    /* ListContainersResponse.containers = 1: Container{id = 1, pod_sandbox_id = 2,
+     * state = 6, annotations = 9} */
+    while ((r = rv_pb_next_bytes(msg, len, 1, &pos, &ctr, &clen)) == 1) {
+        size_t p = 0, vl;
+        const char *v;
+        unsigned f;
+        uint64_t num, state = 0;
+        int k;
+        if (*n >= RUNNING_MAX)
+            break;
+        if (*n == cap) {
+            struct rv_cri_running *m = realloc(*out, (cap = cap ? 2 * cap : 16) * sizeof(**out));
+            if (!m)
+                goto bad;
+            *out = m;
+        }
+        struct rv_cri_running *c = &(*out)[*n];
+        memset(c, 0, sizeof(*c));
+        (*n)++;
+        while ((k = pb_next(ctr, clen, &p, &f, &num, &v, &vl)) == 1) {
+            if (f == 1 && v)
+                copy_str(c->id, sizeof(c->id), v, vl);
+            else if (f == 2 && v)
+                copy_str(c->pod, sizeof(c->pod), v, vl);
+            else if (f == 6 && !v)
+                state = num;
+            else if (f == 9 && v && take_ann(v, vl, c->ann) < 0)
+                goto bad;
+        }
+        if (k < 0)
+            goto bad;
+        if (state != 1 || !c->id[0])   /* CONTAINER_RUNNING only */
+            c->id[0] = 0;
+    }
+    if (r < 0)
+        goto bad;
+    return 0;
+bad:
+    rv_cri_running_free(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+int rv_cri_take_status(const char *msg, size_t len, struct rv_cri_running *c)
+{
+    const char *entry;
+    size_t elen, pos = 0;
+    int r;
+
+    c->pid = 0;
+    /* ContainerStatusResponse.info = 2: {"info": JSON with "pid"} */
+    while ((r = rv_pb_next_bytes(msg, len, 2, &pos, &entry, &elen)) == 1) {
+        const char *k, *v;
+        size_t kl, vl, p = 0, q = 0;
+        if (rv_pb_next_bytes(entry, elen, 1, &p, &k, &kl) != 1 || kl != 4 || memcmp(k, "info", 4) != 0)
+            continue;
+        if (rv_pb_next_bytes(entry, elen, 2, &q, &v, &vl) != 1)
+            return -1;
+        json_error_t je;
+        json_t *info = json_loadb(v, vl, 0, &je);
+        json_t *pid = info ? json_object_get(info, "pid") : NULL;
+        if (json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) < (1 << 30))
+            c->pid = (int)json_integer_value(pid);
+        json_decref(info);
+        return c->pid > 0 ? 0 : -1;
+    }
+    return -1;
+}
+
+int rv_cri_take_pods(const char *msg, size_t len, struct rv_cri_running *c, size_t n)
+{
+    const char *pod;
+    size_t plen, pos = 0;
+    int r;
+
+    /* ListPodSandboxResponse.items = 1: PodSandbox{id = 1, annotations = 6, runtime_handler = 7} */
+    while ((r = rv_pb_next_bytes(msg, len, 1, &pos, &pod, &plen)) == 1) {
+        char id[128] = "", handler[128] = "";
+        char *ann[2 * RV_CRI_ANN + 1] = { 0 };
+        size_t p = 0, vl;
+        const char *v;
+        unsigned f;
+        uint64_t num;
+        int k;
+        while ((k = pb_next(pod, plen, &p, &f, &num, &v, &vl)) == 1) {
+            if (f == 1 && v)
+                copy_str(id, sizeof(id), v, vl);
+            else if (f == 7 && v)
+                copy_str(handler, sizeof(handler), v, vl);
+            else if (f == 6 && v && take_ann(v, vl, ann) < 0)
+                k = -1;
+            if (k < 0)
+                break;
+        }
+        for (size_t i = 0; k >= 0 && id[0] && i < n; i++) {
+            if (strcmp(c[i].pod, id) != 0)
+                continue;
+            snprintf(c[i].handler, sizeof(c[i].handler), "%s", handler);
+            for (size_t j = 0; ann[j] && j < 2 * RV_CRI_ANN; j++)
+                if (!c[i].pod_ann[j] && !(c[i].pod_ann[j] = strdup(ann[j])))
+                    k = -1;
+        }
+        for (size_t j = 0; j < 2 * RV_CRI_ANN; j++)
+            free(ann[j]);
+        if (k < 0)
+            return -1;
+    }
+    return r < 0 ? -1 : 0;
+}
+
+int rv_cri_running(const char *socket, int timeout_ms, struct rv_cri_running **out, size_t *n,
+                   struct rv_error *err)
+{
+    /* ListContainersRequest{filter: {state: {state: CONTAINER_RUNNING}}} */
+    static const char list[] = { 0x0a, 4, 0x12, 2, 0x08, 1 };
+    long deadline = rv_now_ms() + timeout_ms;
+    cleanup_free char *resp = NULL;
+    size_t len, kept = 0;
+
+    *out = NULL;
+    *n = 0;
+    if (rv_grpc_call(socket, "/runtime.v1.RuntimeService/ListContainers", list, sizeof(list), &resp, &len,
+                     timeout_ms, err) < 0)
+        return -1;
+    if (rv_cri_take_containers(resp, len, out, n) < 0)
+        return rv_fail(err, EPROTO, "CRI `%s`: malformed ListContainersResponse", socket);
+    for (size_t i = 0; i < *n; i++) {
+        struct rv_cri_running *c = &(*out)[i];
+        char req[160];
+        cleanup_free char *st = NULL;
+        size_t sl, idl = strlen(c->id);
+        long left = deadline - rv_now_ms();
+        if (!c->id[0])
+            continue;
+        if (left <= 0) {
+            rv_cri_running_free(*out, *n);
+            *out = NULL;
+            *n = 0;
+            return rv_fail(err, ETIMEDOUT, "CRI `%s`: ContainerStatus: out of time", socket);
+        }
+        /* ContainerStatusRequest{container_id = 1, verbose = 2} */
+        req[0] = 0x0a;
+        req[1] = (char)idl;
+        memcpy(req + 2, c->id, idl);
+        req[2 + idl] = 0x10;
+        req[3 + idl] = 1;
+        if (rv_grpc_call(socket, "/runtime.v1.RuntimeService/ContainerStatus", req, idl + 4, &st, &sl,
+                         (int)left, err) < 0 || rv_cri_take_status(st, sl, c) < 0)
+            c->id[0] = 0;   /* gone meanwhile, or no pid: not this time */
+    }
+    long left = deadline - rv_now_ms();
+    free(resp);
+    resp = NULL;
+    if (left <= 0 || rv_grpc_call(socket, "/runtime.v1.RuntimeService/ListPodSandbox", "", 0, &resp, &len,
+                                  (int)left, err) < 0 || rv_cri_take_pods(resp, len, *out, *n) < 0) {
+        if (left <= 0 || resp)
+            rv_fail(err, left <= 0 ? ETIMEDOUT : EPROTO, "CRI `%s`: ListPodSandbox", socket);
+        rv_cri_running_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return -1;
+    }
+    for (size_t i = 0; i < *n; i++)   /* those with an id, a pid: to the front */
+        if ((*out)[i].id[0] && (*out)[i].pid > 0) {
+            if (i != kept) {
+                struct rv_cri_running t = (*out)[kept];
+                (*out)[kept] = (*out)[i];
+                (*out)[i] = t;
+            }
+            kept++;
+        }
+    for (size_t i = kept; i < *n; i++)
+        for (size_t j = 0; j < 2 * RV_CRI_ANN; j++) {
+            free((*out)[i].ann[j]);
+            free((*out)[i].pod_ann[j]);
+            (*out)[i].ann[j] = (*out)[i].pod_ann[j] = NULL;
+        }
+    *n = kept;
+    return 0;
+}

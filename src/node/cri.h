@@ -36,4 +36,26 @@ int rv_grpc_call(const char *socket, const char *method, const void *req, size_t
 int rv_pb_next_bytes(const char *msg, size_t len, unsigned field, size_t *pos, const char **val,
                      size_t *val_len);
 
+/* A running container as the CRI lists it (ListContainers RUNNING,
+ * ContainerStatus verbose: the pid of its `info`, ListPodSandbox: its pod's
+ * runtime handler) with the resview.io annotations of it and of its pod
+ * (key, value, ..., NULL; nothing else of the tenant's kept). */
+#define RV_CRI_ANN 16
+struct rv_cri_running {
+    char id[128], pod[128], handler[128];
+    int pid;
+    char *ann[2 * RV_CRI_ANN + 1], *pod_ann[2 * RV_CRI_ANN + 1];
+};
+/* All of them (*out malloc'd, rv_cri_running_free), every call within
+ * timeout_ms in all. */
+int rv_cri_running(const char *socket, int timeout_ms, struct rv_cri_running **out, size_t *n,
+                   struct rv_error *err);
+void rv_cri_running_free(struct rv_cri_running *c, size_t n);
+/* The same from the messages (tests): ListContainersResponse, then each
+ * container's ContainerStatusResponse by rv_cri_take_status, then the
+ * ListPodSandboxResponse. -1 malformed. */
+int rv_cri_take_containers(const char *msg, size_t len, struct rv_cri_running **out, size_t *n);
+int rv_cri_take_status(const char *msg, size_t len, struct rv_cri_running *c);
+int rv_cri_take_pods(const char *msg, size_t len, struct rv_cri_running *c, size_t n);
+
 #endif

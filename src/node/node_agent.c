@@ -340,6 +340,12 @@ int rv_node_settings_init(struct rv_node_settings *n, const struct rv_config *cf
     if (parse_bool("RESVIEW_NODE_SET_AS_DEFAULT", env_or("RESVIEW_NODE_SET_AS_DEFAULT", "false"),
                    &n->ctd.set_default, err) < 0)
         return -1;
+    const char *heal = env_or("RESVIEW_NODE_HEAL_S", "30");
+    char *end;
+    long heal_s = strtol(heal, &end, 10);
+    if (!heal[0] || *end || heal_s < 1 || heal_s > 3600)
+        return rv_fail(err, 0, "RESVIEW_NODE_HEAL_S: expected seconds, 1 to 3600, not `%s`", heal);
+    n->heal_ms = heal_s * 1000;
     if (strcmp(mode, "install") != 0 && strcmp(mode, "uninstall") != 0 && !nri)
         return rv_fail(err, 0, "RESVIEW_NODE_MODE: expected install, nri or uninstall, not `%s`", mode);
     n->uninstall = strcmp(mode, "uninstall") == 0;

@@ -23,6 +23,7 @@
  * binaries and the configuration stay (a rollout must not restart containerd
  * twice); only LXCFS stops, and the next agent's `watch` heals the views. */
 #define _GNU_SOURCE
+#include "cri.h"
 #include "resview/engine.h"
 #include "resview/lxcfs.h"
 #include "resview/node.h"
@@ -37,11 +38,13 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #ifndef RV_VERSION
 #define RV_VERSION "0.1.0"
@@ -272,6 +275,87 @@ static int uninstall_files(const struct rv_node_settings *n, bool *done, unsigne
     return 0;
 }
 
+/* --- healing without NRI ------------------------------------------------ */
+
+/* While the plugin cannot register, containers start without resview's
+ * edit: neither variables nor hook. The runtime's CRI names the running
+ * ones; those resview serves (decided as at CreateContainer and at
+ * Synchronize: rv_nri_would_serve) and without a record get one and their views
+ * (rv_nri_heal, Synchronize's own healing), each said once. */
+int rv_node_heal(const struct rv_node_settings *n, int timeout_ms, unsigned *healed, struct rv_error *err)
+{
+    struct rv_cri_running *c = NULL;
+    struct rv_host host;
+    size_t cnt = 0, k = 0;
+    const char **ids;
+    pid_t *pids;
+
+    *healed = 0;
+    if (rv_cri_running(n->ctd.cri_socket, timeout_ms, &c, &cnt, err) < 0)
+        return -1;
+    rv_host_defaults(&host);
+    struct rv_nri_plugin p = { .cfg = n->cfg, .host = &host, .socket = n->nri_socket,
+                               .hook_missing = access(n->cfg->hook_path, X_OK) != 0, .lock_fd = -1 };
+    ids = calloc(cnt + 1, sizeof(*ids));
+    pids = calloc(cnt + 1, sizeof(*pids));
+    if (!ids || !pids) {
+        free(ids);
+        free(pids);
+        rv_cri_running_free(c, cnt);
+        return rv_fail(err, ENOMEM, "heal");
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        struct rv_nri_seen seen = { .id = c[i].id, .pod = c[i].pod, .handler = c[i].handler,
+                                    .pid = (uint32_t)c[i].pid, .pod_ann = (const char *const *)c[i].pod_ann,
+                                    .ann = (const char *const *)c[i].ann };
+        if (rv_nri_would_serve(&p, &seen)) {
+            ids[k] = c[i].id;
+            pids[k++] = c[i].pid;
+        }
+    }
+    *healed = rv_nri_heal(n->cfg, ids, pids, k, true);
+    free(ids);
+    free(pids);
+    rv_cri_running_free(c, cnt);
+    return 0;
+}
+
+/* The agent's pass: in a grandchild (nothing waits for it; SIGALRM ends it
+ * after 60 s whatever it waits on), so that the loop never hangs. */
+static void heal_start(const struct rv_node_settings *n)
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid < 0) {
+        rv_node_say("nri: heal: fork: %s", strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        if (fork() == 0) {
+            struct rv_error err = { 0 };
+            unsigned healed;
+            sigset_t all;
+            signal(SIGALRM, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            sigfillset(&all);
+            sigprocmask(SIG_UNBLOCK, &all, NULL);
+            alarm(60);
+            if (rv_node_heal(n, RV_NODE_HEAL_TIMEOUT_MS, &healed, &err) < 0)
+                rv_node_say("nri: the containers created while the plugin cannot register: %s (again in "
+                            "%ld s)", err.msg, n->heal_ms / 1000);
+            else if (healed)
+                rv_node_say("nri: %u container%s started without resview's variables (created while the "
+                            "plugin could not register): views given through the CRI; the log names them",
+                            healed, healed == 1 ? "" : "s");
+            _exit(0);
+        }
+        _exit(0);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* --- readiness ---------------------------------------------------------- */
 
 /* NRI mode: whether our plugin is registered on the node's socket and
@@ -388,6 +472,7 @@ int rv_node_run(const struct rv_node_settings *n)
     long t0 = rv_now_ms(), next_try = 0;
     bool none = strcmp(n->ctd.restart, "none") == 0;
     int nri_said = -1;
+    long next_heal = rv_now_ms() + n->heal_ms;   /* the plugin's first registration first */
     char waiting[sizeof(err.msg)] = "";
 
     if (n->nri)
@@ -423,6 +508,10 @@ int rv_node_run(const struct rv_node_settings *n)
                 rv_node_say("nri: %s", why);
             nri_said = nri_said == -1 && !reg ? -1 : reg;
             configured = true;
+            if (!reg && rv_now_ms() >= next_heal) {
+                heal_start(n);
+                next_heal = rv_now_ms() + n->heal_ms;
+            }
         }
         if (!configured && rv_now_ms() >= next_try) {
             int r = rv_node_containerd_apply(&n->ctd, &restarted, &err);

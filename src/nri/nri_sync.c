@@ -440,6 +440,46 @@ static bool served(struct rv_nri_plugin *p, const struct sync_pod *sp, const str
     return yes;
 }
 
+#define SEEN_ANN 32
+bool rv_nri_would_serve(struct rv_nri_plugin *p, const struct rv_nri_seen *c)
+{
+    Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pa[SEEN_ANN], *pap[SEEN_ANN];
+    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ca[SEEN_ANN], *cap[SEEN_ANN];
+    nri_pod pod;
+    nri_container ctr;
+    struct rv_nri_adjustment a;
+    struct rv_error err;
+    bool yes;
+
+    if (c->pid == 0 || !c->id[0] || !rv_safe_name(c->id))
+        return false;
+    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+    nri__pkg__api__v1alpha1__container__init(&ctr);
+    pod.id = (char *)c->pod;
+    pod.runtime_handler = (char *)c->handler;
+    pod.annotations = pap;
+    ctr.id = (char *)c->id;
+    ctr.pod_sandbox_id = (char *)c->pod;
+    ctr.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
+    ctr.pid = c->pid;
+    ctr.annotations = cap;
+    for (size_t i = 0; c->pod_ann && c->pod_ann[i] && c->pod_ann[i + 1] && i / 2 < SEEN_ANN; i += 2) {
+        nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&pa[i / 2]);
+        pa[i / 2].key = (char *)c->pod_ann[i];
+        pa[i / 2].value = (char *)c->pod_ann[i + 1];
+        pap[pod.n_annotations++] = &pa[i / 2];
+    }
+    for (size_t i = 0; c->ann && c->ann[i] && c->ann[i + 1] && i / 2 < SEEN_ANN; i += 2) {
+        nri__pkg__api__v1alpha1__container__annotations_entry__init(&ca[i / 2]);
+        ca[i / 2].key = (char *)c->ann[i];
+        ca[i / 2].value = (char *)c->ann[i + 1];
+        cap[ctr.n_annotations++] = &ca[i / 2];
+    }
+    yes = rv_nri_adjust(p, &pod, &ctr, &a, &err) == 0 && a.res.lxcfs_on;
+    rv_nri_adjustment_free(&a);
+    return yes;
+}
+
 /* The containers to look at, from all the messages: those served, each id
  * once (an id named twice, with whatever pids, is left alone). They are
  * moved to the front of s->c, s->n of them; the count returned. */
@@ -478,8 +518,8 @@ size_t rv_nri_sync_decide(struct rv_nri_plugin *p)
  * without sync: the root may be on a tenant's FUSE, nothing is asked of it),
  * rootfs "" (the process's root), every candidate view wanted. 1 written,
  * 0 there is a record already (repair's and watch's), -1 (err). */
-static int record_one(const struct rv_config *cfg, const struct sync_one *one, struct rv_inject *req,
-                      struct rv_error *err)
+static int record_one(const struct rv_config *cfg, const char *id, pid_t pid, const char *why,
+                      struct rv_inject *req, struct rv_error *err)
 {
     char path[64];
     struct statx sx;
@@ -487,77 +527,100 @@ static int record_one(const struct rv_config *cfg, const struct sync_one *one, s
     cleanup_close int piddir = -1;
     cleanup_json json_t *rec = NULL, *note = NULL;
 
-    if (rv_state_exists(cfg, one->id))
+    if (rv_state_exists(cfg, id))
         return 0;
     memset(req, 0, sizeof(*req));
-    req->pid = one->pid;
-    snprintf(path, sizeof(path), "/proc/%d", (int)one->pid);
+    req->pid = pid;
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
     if ((piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         rv_pid_start_time(piddir, &req->start_time) < 0)
-        return rv_fail(err, errno, "process %d is gone", (int)one->pid);
+        return rv_fail(err, errno, "process %d is gone", (int)pid);
     if (fstatat(piddir, "ns/mnt", &ns, 0) < 0)
-        return rv_fail(err, errno, "process %d: its mount namespace", (int)one->pid);
+        return rv_fail(err, errno, "process %d: its mount namespace", (int)pid);
     req->want_mntns = ns.st_ino;
     if (statx(piddir, "root", AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0)
-        return rv_fail(err, errno, "process %d: its root", (int)one->pid);
+        return rv_fail(err, errno, "process %d: its root", (int)pid);
     req->root_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
     req->root_ino = sx.stx_ino;
     snprintf(req->lxcfs_root, sizeof(req->lxcfs_root), "%s", cfg->lxcfs_root);
     for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
         rv_inject_add(req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
     rec = rv_views_record(req, "pending", "created while resview's NRI plugin was not registered");
-    note = json_pack("{s:I, s:i, s:s}", "time", (json_int_t)time(NULL), "pid", (int)one->pid, "why",
-                     "created while resview's NRI plugin was not registered: views given at its "
-                     "re-registration; its variables are missing until it is re-created");
+    note = json_pack("{s:I, s:i, s:s}", "time", (json_int_t)time(NULL), "pid", (int)pid, "why", why);
     if (!rec || !note)
         return rv_fail(err, ENOMEM, "the record");
-    if (rv_state_write(cfg, one->id, RV_NRI_SYNC_FILE, note, err) < 0 ||
-        rv_state_write(cfg, one->id, RV_VIEWS_FILE, rec, err) < 0)
+    if (rv_state_write(cfg, id, RV_NRI_SYNC_FILE, note, err) < 0 ||
+        rv_state_write(cfg, id, RV_VIEWS_FILE, rec, err) < 0)
         return -1;
     return 1;
 }
 
-/* In the child: decide, record each unrecorded container, say it, then
- * repair them. */
-static void sync_child(struct rv_nri_plugin *p, struct rv_nri_sync *s)
+unsigned rv_nri_heal(const struct rv_config *cfg, const char *const *ids, const pid_t *pids, size_t n,
+                     bool by_cri)
 {
-    const struct rv_config *cfg = p->cfg;
     static struct rv_inject req;   /* large */
     struct rv_repair_opts o = { .wait_ms = 2000 };
     struct rv_repair_stats st;
     struct rv_error err;
+    const char *why = by_cri ? "created while resview's NRI plugin could not register: views given by the "
+                               "node agent through the CRI; its variables are missing until it is re-created"
+                             : "created while resview's NRI plugin was not registered: views given at its "
+                               "re-registration; its variables are missing until it is re-created";
     FILE *out;
-    char **ids;
+    char **todo;
 
-    rv_nri_sync_decide(p);
-    if (!(out = fopen("/dev/null", "we")))
-        return;
-    ids = calloc(s->n + 1, sizeof(*ids));
-    for (size_t i = 0; i < s->n && ids; i++) {
-        int r = record_one(cfg, &s->c[i], &req, &err);
-        rv_log_set_id(s->c[i].id);
+    if (n == 0 || !(out = fopen("/dev/null", "we")))
+        return 0;
+    todo = calloc(n + 1, sizeof(*todo));
+    for (size_t i = 0; i < n && todo; i++) {
+        int r = record_one(cfg, ids[i], pids[i], why, &req, &err);
+        rv_log_set_id(ids[i]);
         if (r != 0)   /* started bare while we were away (repair counts its views given now) */
             rv_metrics_addv(cfg->host_state_dir, (struct rv_metric_inc[]){ { RV_M_NOVIEWS_NRI_AWAY, 1 },
                                                                           { RV_M_NOVARS_NRI_AWAY, 1 } }, 2);
         if (r < 0)
             rv_log(RV_WARN, "NRI: created while the plugin was not registered, and no views given: %s", err.msg);
-        if (r == 1) {
+        if (r == 1 && by_cri)
+            rv_log(RV_WARN, "started without resview's variables (created while the NRI plugin could not "
+                   "register); re-create it to get them (pid %d: its views are given now, through the CRI)",
+                   (int)pids[i]);
+        else if (r == 1)
             rv_log(RV_WARN, "NRI: created while the plugin was not registered (pid %d): its views are "
                    "given now, at re-registration; its variables are missing until it is re-created",
-                   (int)s->c[i].pid);
-            ids[o.n_ids++] = (char *)s->c[i].id;
-        }
+                   (int)pids[i]);
+        if (r == 1)
+            todo[o.n_ids++] = (char *)ids[i];
     }
     rv_log_set_id("-");
-    o.ids = ids;
+    o.ids = todo;
     if (o.n_ids > 0 && rv_repair(cfg, &o, &st, out, &err) < 0)
         rv_log(RV_WARN, "NRI: the views of %d containers created while the plugin was not registered: "
                "%s (repair or watch gives them later)", o.n_ids, err.msg);
     else if (o.n_ids > 0)
         rv_log(RV_INFO, "NRI: views given to %u of %d containers created while the plugin was not "
                "registered (%u failed)", st.repaired, o.n_ids, st.failed);
-    free(ids);
+    free(todo);
     fclose(out);
+    return (unsigned)o.n_ids;
+}
+
+/* In the child: decide, then record, say and repair each unrecorded one. */
+static void sync_child(struct rv_nri_plugin *p, struct rv_nri_sync *s)
+{
+    const char **ids;
+    pid_t *pids;
+
+    rv_nri_sync_decide(p);
+    ids = calloc(s->n + 1, sizeof(*ids));
+    pids = calloc(s->n + 1, sizeof(*pids));
+    for (size_t i = 0; i < s->n && ids && pids; i++) {
+        ids[i] = s->c[i].id;
+        pids[i] = (pid_t)s->c[i].pid;
+    }
+    if (ids && pids)
+        rv_nri_heal(p->cfg, ids, pids, s->n, false);
+    free(ids);
+    free(pids);
 }
 
 void rv_nri_sync_start(struct rv_nri_plugin *p, const int *close_fds)

@@ -206,6 +206,30 @@ int main(void)
     ok(rv_cri_count_pods("", 0, "resview", &count) == 0 && count == 0, "…none in an empty answer");
     ok(rv_cri_count_pods("\x0a\x05\x0a\x09" "abc", 7, "resview", &count) < 0, "…a malformed pod refused");
 
+    /* the healing without NRI: running containers, their pids, their pods */
+    static const char ctrs[] =
+        "\x0a\x37" "\x0a\x02" "c1" "\x12\x02" "p1" "\x30\x01"
+            "\x4a\x19" "\x0a\x10" "resview.io/lxcfs" "\x12\x05" "false"
+            "\x4a\x10" "\x0a\x06" "tenant" "\x12\x06" "secret"
+        "\x0a\x0a" "\x0a\x02" "c2" "\x12\x02" "p2" "\x30\x02";
+    struct rv_cri_running *rc = NULL;
+    size_t nrc = 0;
+    ok(rv_cri_take_containers(ctrs, sizeof(ctrs) - 1, &rc, &nrc) == 0 && nrc == 2 && strcmp(rc[0].id, "c1") == 0 &&
+       strcmp(rc[0].pod, "p1") == 0 && !rc[1].id[0], "ListContainers: the running one kept, the exited one not");
+    ok(rc && rc[0].ann[0] && strcmp(rc[0].ann[0], "resview.io/lxcfs") == 0 && strcmp(rc[0].ann[1], "false") == 0 &&
+       !rc[0].ann[2], "...its resview.io annotation kept, the tenant's not");
+    static const char status[] = "\x0a\x00" "\x12\x12" "\x0a\x04" "info" "\x12\x0a" "{\"pid\":42}";
+    ok(rc && rv_cri_take_status(status, sizeof(status) - 1, &rc[0]) == 0 && rc[0].pid == 42,
+       "ContainerStatus verbose: the pid of its info");
+    ok(rc && rv_cri_take_status("\x0a\x00", 2, &rc[0]) < 0 && rc[0].pid == 0, "...no info: no pid");
+    static const char pods2[] = "\x0a\x23" "\x0a\x02" "p1" "\x32\x17" "\x0a\x0e" "resview.io/env" "\x12\x05" "false"
+                                "\x3a\x04" "runc";
+    ok(rc && rv_cri_take_pods(pods2, sizeof(pods2) - 1, rc, nrc) == 0 && strcmp(rc[0].handler, "runc") == 0 &&
+       rc[0].pod_ann[0] && strcmp(rc[0].pod_ann[0], "resview.io/env") == 0 && !rc[1].handler[0],
+       "ListPodSandbox: the pod's runtime handler and resview.io annotations");
+    rv_cri_running_free(rc, nrc);
+    ok(rv_cri_take_containers(ctrs, 20, &rc, &nrc) < 0 && !rc && nrc == 0, "...a cut message refused");
+
     /* the CRI client never waits past its deadline: a server that accepts and says nothing */
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/silent.sock", tmp);

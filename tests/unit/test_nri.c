@@ -694,6 +694,36 @@ static void test_required_handlers(void)
 
 /* ---- one connection to a fake runtime ---- */
 
+/* The decision of the agent's healing without NRI (on what the CRI lists):
+ * rv_nri_adjust's, as at CreateContainer and at Synchronize. */
+static void test_would_serve(void)
+{
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+    const char *off[] = { "resview.io/lxcfs", "false", NULL };
+    const char *other[] = { "resview.io/env", "false", NULL };
+    struct rv_nri_seen c = { .id = "c1", .pod = "p1", .handler = "", .pid = 1 };
+
+    ok(rv_nri_would_serve(&p, &c), "healing: a running container of the default runtime is served");
+    c.ann = other;
+    ok(rv_nri_would_serve(&p, &c), "...its variables opted out, its views not: served");
+    c.ann = off;
+    ok(!rv_nri_would_serve(&p, &c), "...resview.io/lxcfs: \"false\" on the container: left alone");
+    c.ann = NULL;
+    c.pod_ann = off;
+    ok(!rv_nri_would_serve(&p, &c), "...on the pod: left alone");
+    c.pod_ann = NULL;
+    c.handler = "kata";
+    ok(!rv_nri_would_serve(&p, &c), "...a runtime handler not in nri.runtime_handlers: left alone");
+    c.handler = "resview";
+    ok(!rv_nri_would_serve(&p, &c), "...the resview handler (its shim's): left alone");
+    c.handler = "";
+    c.pid = 0;
+    ok(!rv_nri_would_serve(&p, &c), "...no process: left alone");
+    c.pid = 1;
+    c.id = "../x";
+    ok(!rv_nri_would_serve(&p, &c), "...an id that is no safe name: left alone");
+}
+
 static void test_socket(void)
 {
     char sock[256];
@@ -1189,6 +1219,7 @@ int main(void)
     test_calls();
     test_tenant_sized();
     test_required_handlers();
+    test_would_serve();
     test_socket();
     test_record_probe();
 
