@@ -223,6 +223,7 @@ struct rv_nri_seen {
     const char *id, *pod, *handler;   /* handler "" when none */
     uint32_t pid;
     const char *const *pod_ann, *const *ann;
+    const char *const *env;   /* NULL-terminated "K=V": its RESVIEW_* variables, or NULL */
 };
 /* Whether resview gives it its views (rv_nri_adjust, as at CreateContainer:
  * its handler served, not opted out, its requests valid, LXCFS on). */

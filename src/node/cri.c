@@ -469,6 +469,8 @@ void rv_cri_running_free(struct rv_cri_running *c, size_t n)
         for (size_t j = 0; j < 2 * RV_CRI_ANN; j++) {
             free(c[i].ann[j]);
             free(c[i].pod_ann[j]);
+            if (j < RV_CRI_ANN)
+                free(c[i].env[j]);
         }
     free(c);
 }
@@ -543,8 +545,17 @@ int rv_cri_take_status(const char *msg, size_t len, struct rv_cri_running *c)
         json_error_t je;
         json_t *info = json_loadb(v, vl, 0, &je);
         json_t *pid = info ? json_object_get(info, "pid") : NULL;
+        json_t *env = json_object_get(json_object_get(json_object_get(info, "runtimeSpec"), "process"), "env"), *kv;
+        size_t i, n = 0;
         if (json_is_integer(pid) && json_integer_value(pid) > 0 && json_integer_value(pid) < (1 << 30))
             c->pid = (int)json_integer_value(pid);
+        /* the requests a container makes in its variables (engines without
+         * annotations, or a pod's own env), as Synchronize reads them; the
+         * rest of the tenant's variables are not kept */
+        json_array_foreach(env, i, kv)
+            if (n < RV_CRI_ANN && json_is_string(kv) && strncmp(json_string_value(kv), "RESVIEW_", 8) == 0 &&
+                json_string_length(kv) < 256 && !c->env[n])
+                c->env[n++] = strdup(json_string_value(kv));
         json_decref(info);
         return c->pid > 0 ? 0 : -1;
     }

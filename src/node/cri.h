@@ -45,6 +45,7 @@ struct rv_cri_running {
     char id[128], pod[128], handler[128];
     int pid;
     char *ann[2 * RV_CRI_ANN + 1], *pod_ann[2 * RV_CRI_ANN + 1];
+    char *env[RV_CRI_ANN + 1];   /* its RESVIEW_* variables ("K=V"): the opt-outs a container may say so */
 };
 /* All of them (*out malloc'd, rv_cri_running_free), every call within
  * timeout_ms in all. */

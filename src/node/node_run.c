@@ -307,7 +307,7 @@ int rv_node_heal(const struct rv_node_settings *n, int timeout_ms, unsigned *hea
     for (size_t i = 0; i < cnt; i++) {
         struct rv_nri_seen seen = { .id = c[i].id, .pod = c[i].pod, .handler = c[i].handler,
                                     .pid = (uint32_t)c[i].pid, .pod_ann = (const char *const *)c[i].pod_ann,
-                                    .ann = (const char *const *)c[i].ann };
+                                    .ann = (const char *const *)c[i].ann, .env = (const char *const *)c[i].env };
         if (rv_nri_would_serve(&p, &seen)) {
             ids[k] = c[i].id;
             pids[k++] = c[i].pid;

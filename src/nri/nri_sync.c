@@ -475,6 +475,9 @@ bool rv_nri_would_serve(struct rv_nri_plugin *p, const struct rv_nri_seen *c)
         ca[i / 2].value = (char *)c->ann[i + 1];
         cap[ctr.n_annotations++] = &ca[i / 2];
     }
+    ctr.env = (char **)c->env;
+    while (c->env && c->env[ctr.n_env])
+        ctr.n_env++;
     yes = rv_nri_adjust(p, &pod, &ctr, &a, &err) == 0 && a.res.lxcfs_on;
     rv_nri_adjustment_free(&a);
     return yes;

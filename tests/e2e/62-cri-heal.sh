@@ -45,6 +45,8 @@ cfg = pb.ContainerConfig(metadata=pb.ContainerMetadata(name="c"), image=pb.Image
     command=["/bin/sleep", "3600"], log_path=name + ".log",
     linux=pb.LinuxContainerConfig(resources=pb.LinuxContainerResources(memory_limit_in_bytes=536870912)))
 cfg.linux.security_context.namespace_options.CopyFrom(pb.NamespaceOption(network=pb.NODE, pid=pb.CONTAINER))
+for kv in sys.argv[4:]:
+    cfg.envs.append(pb.KeyValue(key=kv.split("=")[0], value=kv.split("=", 1)[1]))
 cid = rt.CreateContainer(pb.CreateContainerRequest(pod_sandbox_id=pid, config=cfg, sandbox_config=pod),
                          timeout=120).container_id
 rt.StartContainer(pb.StartContainerRequest(container_id=cid), timeout=120)
@@ -60,13 +62,15 @@ heal() {
 
 id=$($PY "$T/start.py" plain '{}' "$(pod_cgroup plain)" 2>"$T/start.err")
 out=$($PY "$T/start.py" optout '{"resview.io/lxcfs": "false"}' "$(pod_cgroup optout)" 2>>"$T/start.err")
-[ -n "$id" ] && [ -n "$out" ] || { echo "not ok - CRI pods: $(tail -5 "$T/start.err")"; exit 1; }
+optenv=$($PY "$T/start.py" optenv '{}' "$(pod_cgroup optenv)" RESVIEW_LXCFS=0 2>>"$T/start.err")
+[ -n "$id" ] && [ -n "$out" ] && [ -n "$optenv" ] || { echo "not ok - CRI pods: $(tail -5 "$T/start.err")"; exit 1; }
 t_eq "a pod of the default runtime (no resview) reads the host's MemTotal" "$(mem_of "$id")" "$host_mem"
 
 t0=$(date +%s%N)
 t_eq "node heal: one container given views through the CRI" "$(heal)" "1 container given views"
 t_eq "its process reads its limit from LXCFS's /proc/meminfo" "$(mem_of "$id")" "524288"
 t_eq "the opted-out pod is left alone" "$(mem_of "$out")" "$host_mem"
+t_eq "a container opted out by its variable (RESVIEW_LXCFS=0) is left alone" "$(mem_of "$optenv")" "$host_mem"
 said=$(grep -F "$id" "$T/resview.log" | grep -c "started without resview's variables (created while the NRI plugin could not register); re-create it to get them")
 t_eq "the log names it once: started without variables" "$said" "1"
 t_eq "the opted-out one is not named" "$(grep -cF "$out" "$T/resview.log")" "0"
