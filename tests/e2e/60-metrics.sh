@@ -122,8 +122,8 @@ seen "exporter back: scraped" 'up{job="resview"}' 1
 seen "the repairs of resview repair counted" 'resview_repair_containers_total{result="repaired"}' "$((repaired_before + n))"
 seen "counts from before the exporter's restart kept" "$(views yes ok)" 2
 
-# 7. A hostile tenant: 8 MiB of annotations, hundreds of distinct container
-#    names (METRICS_NAMES, 300) (the shim's create, next runtime /bin/true): no new series, no
+# 7. A hostile tenant: 8 MiB of annotations, thousands of distinct container
+#    names (METRICS_NAMES, 2000) (the shim's create, next runtime /bin/true): no new series, no
 #    label value of theirs, the scrape the same size
 series() {
     curl -s "http://127.0.0.1:$PPORT/api/v1/series" --data-urlencode 'match[]={__name__=~"resview_.*"}' |
@@ -140,7 +140,7 @@ rv_bundle "$T/hostile" '.annotations["io.kubernetes.pod.name"] = "tenant-\"}x{ev
 jq --rawfile v "$T/big.txt" '.annotations.big = $v | .annotations.big2 = $v' "$T/hostile/config.json" >"$T/h.json" &&
     mv "$T/h.json" "$T/hostile/config.json"
 vars_before=$(q "$(vars yes ok)")
-NAMES=${METRICS_NAMES:-300}   # ~30 ms each here
+NAMES=${METRICS_NAMES:-2000}   # ~10 ms each here
 t0=$(date +%s%N)
 for i in $(seq 1 "$NAMES"); do
     b=$T/small; [ $((i % 100)) -eq 1 ] && b=$T/hostile   # some with 8 MiB of annotations
