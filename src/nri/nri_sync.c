@@ -384,60 +384,35 @@ static const struct sync_pod *pod_of(const struct rv_nri_sync *s, const char *id
     return pod && !pod->bad ? pod : NULL;
 }
 
-/* The requests as the messages had them, for rv_nri_adjust */
-struct req_kv {
-    Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pod[REQ_N], *podp[REQ_N];
-    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry c[REQ_N], *cp[REQ_N];
-    char env[REQ_N][SYNC_VAL + 32], *envp[REQ_N];
-};
-
 /* Whether resview gives c its views: running, a process, and the edit of
  * CreateContainer would (a runtime handler served, not opted out, every
- * request valid, LXCFS on): rv_nri_adjust on what the messages said. */
+ * request valid, LXCFS on): rv_nri_would_serve on what the messages said. */
 static bool served(struct rv_nri_plugin *p, const struct sync_pod *sp, const struct sync_one *o)
 {
-    static struct req_kv kv;
-    nri_pod pod;
-    nri_container c;
-    struct rv_nri_adjustment a;
-    struct rv_error err;
-    bool yes;
+    const char *ann[2 * REQ_N + 1] = { 0 }, *pod_ann[2 * REQ_N + 1] = { 0 }, *env[REQ_N + 1] = { 0 };
+    char kv[REQ_N][SYNC_VAL + 32];
+    size_t na = 0, npa = 0, ne = 0;
 
-    if (o->bad || o->state != NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING || o->pid == 0 ||
-        !o->id[0] || !rv_safe_name(o->id) || !sp)
+    if (o->bad || o->state != NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING || !sp)
         return false;
-    nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
-    nri__pkg__api__v1alpha1__container__init(&c);
-    pod.id = (char *)sp->id;
-    pod.runtime_handler = (char *)sp->handler;
-    pod.annotations = kv.podp;
-    c.id = (char *)o->id;
-    c.pod_sandbox_id = (char *)o->pod;
-    c.state = o->state;
-    c.pid = o->pid;
-    c.annotations = kv.cp;
-    c.env = kv.envp;
     for (int i = 0; i < REQ_N; i++) {
         if (sp->ann.has & (1u << i)) {
-            nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&kv.pod[i]);
-            kv.pod[i].key = (char *)req_ann[i];
-            kv.pod[i].value = (char *)sp->ann.v[i];
-            kv.podp[pod.n_annotations++] = &kv.pod[i];
+            pod_ann[npa++] = req_ann[i];
+            pod_ann[npa++] = sp->ann.v[i];
         }
         if (o->ann.has & (1u << i)) {
-            nri__pkg__api__v1alpha1__container__annotations_entry__init(&kv.c[i]);
-            kv.c[i].key = (char *)req_ann[i];
-            kv.c[i].value = (char *)o->ann.v[i];
-            kv.cp[c.n_annotations++] = &kv.c[i];
+            ann[na++] = req_ann[i];
+            ann[na++] = o->ann.v[i];
         }
         if (o->env.has & (1u << i)) {
-            snprintf(kv.env[i], sizeof(kv.env[i]), "%s=%s", req_env[i], o->env.v[i]);
-            kv.envp[c.n_env++] = kv.env[i];
+            snprintf(kv[ne], sizeof(kv[ne]), "%s=%s", req_env[i], o->env.v[i]);
+            env[ne] = kv[ne];
+            ne++;
         }
     }
-    yes = rv_nri_adjust(p, &pod, &c, &a, &err) == 0 && a.res.lxcfs_on;
-    rv_nri_adjustment_free(&a);
-    return yes;
+    const struct rv_nri_seen seen = { .id = o->id, .pod = sp->id, .handler = sp->handler, .pid = o->pid,
+                                      .pod_ann = pod_ann, .ann = ann, .env = env };
+    return rv_nri_would_serve(p, &seen);
 }
 
 #define SEEN_ANN 32
