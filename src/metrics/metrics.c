@@ -133,24 +133,36 @@ static int open_file(const char *dir, int flags)
     return open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 }
 
-int rv_metrics_addv(const char *dir, const struct rv_metric_inc *v, unsigned n)
+/* dir's counters file, mapped for an adder (unmap_slots after): NULL when
+ * there is none of ours */
+static uint64_t *map_slots(const char *dir)
 {
     struct stat st;
-    uint64_t *slots;
     void *p;
     int fd = open_file(dir, O_RDWR);
 
     if (fd < 0)
-        return -1;
+        return NULL;
     p = map_file(fd, &st);
     close(fd);
-    if (!p)
+    return p ? (uint64_t *)p + HEADER_WORDS : NULL;
+}
+
+static void unmap_slots(uint64_t *slots)
+{
+    munmap(slots - HEADER_WORDS, RV_METRICS_FILE_SIZE);
+}
+
+int rv_metrics_addv(const char *dir, const struct rv_metric_inc *v, unsigned n)
+{
+    uint64_t *slots = map_slots(dir);
+
+    if (!slots)
         return -1;
-    slots = (uint64_t *)p + HEADER_WORDS;
     for (unsigned i = 0; i < n; i++)
         if (v[i].slot < RV_M_COUNT && v[i].n)
             __atomic_fetch_add(&slots[v[i].slot], v[i].n, __ATOMIC_RELAXED);
-    munmap(p, RV_METRICS_FILE_SIZE);
+    unmap_slots(slots);
     return 0;
 }
 
@@ -162,21 +174,11 @@ int rv_metrics_add(const char *dir, enum rv_metric slot)
 
 int rv_metrics_swap(const char *dir, enum rv_metric slot, uint64_t expect, uint64_t value)
 {
-    struct stat st;
-    uint64_t *slots;
-    void *p;
-    int fd = open_file(dir, O_RDWR), r;
+    uint64_t *slots = slot < RV_M_COUNT ? map_slots(dir) : NULL;
+    int r;
 
-    if (fd < 0 || slot >= RV_M_COUNT) {
-        if (fd >= 0)
-            close(fd);
+    if (!slots)
         return -1;
-    }
-    p = map_file(fd, &st);
-    close(fd);
-    if (!p)
-        return -1;
-    slots = (uint64_t *)p + HEADER_WORDS;
     if (expect == RV_METRICS_ANY) {
         __atomic_store_n(&slots[slot], value, __ATOMIC_RELAXED);
         r = 0;
@@ -184,7 +186,7 @@ int rv_metrics_swap(const char *dir, enum rv_metric slot, uint64_t expect, uint6
         r = __atomic_compare_exchange_n(&slots[slot], &expect, value, false, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED) ? 0 : -1;
     }
-    munmap(p, RV_METRICS_FILE_SIZE);
+    unmap_slots(slots);
     return r;
 }
 
