@@ -36,6 +36,9 @@ struct rv_bytes {
     size_t off, len, cap;   /* the unread bytes are p[off..len) */
 };
 
+/* Where a diverted message's bytes go, piece by piece as they come. */
+typedef void rv_mux_sink(void *arg, const uint8_t *data, size_t n);
+
 /* What came in on the socket, taken apart: each frame's payload goes to its
  * connection's stream as it comes. */
 struct rv_mux_in {
@@ -46,6 +49,13 @@ struct rv_mux_in {
     struct rv_bytes conn[3];   /* the ttrpc streams of connections 1 and 2 */
     size_t taken[3];           /* bytes of the message rv_ttrpc_next returned last */
     uint64_t dropped;          /* bytes for connections nobody opened */
+    /* a message handed on as it comes, not to its stream (rv_ttrpc_divert) */
+    rv_mux_sink *sink;
+    void *sink_arg;
+    unsigned div_conn;
+    uint32_t div_stream;
+    size_t divert;             /* its bytes still to come */
+    bool div_done;             /* it has come whole: rv_ttrpc_diverted says so once */
 };
 
 struct rv_ttrpc_msg {
@@ -61,8 +71,11 @@ struct rv_ttrpc_msg {
 int rv_mux_feed(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err);
 /* In the middle of a frame of connection 1 or 2: where the socket's next
  * bytes may be read straight into (*room bytes, the rest of that frame; no
- * copy of a 4 MiB Synchronize through a buffer of ours), then
- * rv_mux_direct_done with what was read. NULL: read and rv_mux_feed. */
+ * copy of a 4 MiB request through a buffer of ours), then
+ * rv_mux_direct_done with what was read. NULL: read and rv_mux_feed, *room
+ * the rest of the frame (0: none begun): so are a message's first
+ * RV_MUX_PEEK bytes (its reader may divert it) and a diverted one's. */
+#define RV_MUX_PEEK 256
 uint8_t *rv_mux_direct(struct rv_mux_in *in, size_t *room);
 void rv_mux_direct_done(struct rv_mux_in *in, size_t n);
 /* Whether bytes of a message of conn came and not the whole of it (or of
@@ -73,6 +86,14 @@ bool rv_mux_mid_call(const struct rv_mux_in *in, unsigned conn);
  * length beyond ttrpc's limit). */
 int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
                   struct rv_error *err);
+/* The message of conn begun and not come whole (none diverted): 1 with
+ * *msg (msg->data: its first *have bytes, msg->len its length), else 0. */
+int rv_ttrpc_partial(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg, size_t *have);
+/* That message to sink instead of conn's stream: its bytes there now, then
+ * the rest as rv_mux_feed takes them (never held whole). */
+void rv_ttrpc_divert(struct rv_mux_in *in, unsigned conn, rv_mux_sink *sink, void *arg);
+/* Whether the diverted message has come whole (true once), its stream. */
+bool rv_ttrpc_diverted(struct rv_mux_in *in, uint32_t *stream);
 void rv_mux_in_free(struct rv_mux_in *in);
 /* Append to out the frames that carry one ttrpc message on conn. */
 int rv_mux_put(struct rv_bytes *out, uint32_t conn, uint32_t stream, uint8_t type, uint8_t flags,
@@ -104,6 +125,14 @@ struct rv_nri_plugin {
  * memory. */
 int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *req, size_t len, uint8_t **out,
                   size_t *out_len);
+/* Whether a request not come whole, whose first have bytes are req, is a
+ * Synchronize to read as it comes (len bytes in all): a Request naming the
+ * Plugin service and Synchronize before its payload, as Go orders them
+ * (rv_nri_sync_stream_begin done). false also while its first fields are
+ * not all there; a request not read so is read whole. */
+bool rv_nri_stream_start(struct rv_nri_plugin *p, const uint8_t *req, size_t have, size_t len);
+/* Its answer once it has come whole (rv_nri_handle's contract). */
+int rv_nri_stream_answer(struct rv_nri_plugin *p, uint8_t **out, size_t *out_len);
 /* The RegisterPlugin call's envelope (*out, malloc'd). */
 int rv_nri_register_request(uint8_t **out, size_t *out_len, struct rv_error *err);
 /* Whether the runtime's answer to it says yes (-1 with its reason). */
@@ -207,6 +236,15 @@ struct rv_nri_sync;
  * before the fault is kept, and the synchronization ends with it), -2 (out
  * of memory). *more: the runtime's "more" (false after a fault). */
 int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *msg, size_t len, bool *more);
+/* The same read as the message comes (the plugin's way: a Synchronize is
+ * never held whole): the ttrpc Request of len bytes begun (-2 out of
+ * memory), its bytes in pieces cut anywhere (rv_nri_sync_stream, a
+ * rv_mux_sink), then its end once all have come (*len: its payload's): as rv_nri_sync_take, or
+ * -3 when the Request is no Synchronize after all (malformed, or naming
+ * another service or method after its payload): nothing of it is kept. */
+int rv_nri_sync_stream_begin(struct rv_nri_plugin *p, size_t len);
+void rv_nri_sync_stream(void *p, const uint8_t *data, size_t n);
+int rv_nri_sync_stream_end(struct rv_nri_plugin *p, bool *more, size_t *len);
 /* Whether the plugin is in Synchronize (configured, its last message not
  * come yet), with the messages, containers and bytes of it so far. */
 bool rv_nri_sync_pending(const struct rv_nri_plugin *p, size_t *msgs, size_t *containers, size_t *bytes);

@@ -122,12 +122,9 @@ static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uin
  * where it lies (nri_sync.c: what the decision needs, the tenants'
  * variables skipped) and answered at once; the containers that started bare
  * get their views once the last one is answered. */
-static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len, uint8_t **out,
-                       size_t *out_len)
+static int sync_answer(int r, bool more, size_t len, uint8_t **out, size_t *out_len)
 {
     Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
-    bool more = false;
-    int r = rv_nri_sync_take(p, data, len, &more);
 
     if (r == -1)
         rv_log(RV_WARN, "NRI: Synchronize: a message that is no SynchronizeRequest (%zu bytes): the "
@@ -136,6 +133,15 @@ static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len,
         rv_log(RV_WARN, "NRI: Synchronize: out of memory: the containers created meanwhile get no views");
     resp.more = more;
     return answer(&resp.base, out, out_len);
+}
+
+static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len, uint8_t **out,
+                       size_t *out_len)
+{
+    bool more;
+    int r = rv_nri_sync_take(p, data, len, &more);
+
+    return sync_answer(r, more, len, out, out_len);
 }
 
 /* Whether buf is a ttrpc Request for the Plugin service's Synchronize, read
@@ -168,6 +174,50 @@ static bool sync_request(const uint8_t *buf, size_t len, const uint8_t **payload
     return svc && method && svc_len == strlen(RV_NRI_SERVICE_PLUGIN) &&
            memcmp(svc, RV_NRI_SERVICE_PLUGIN, svc_len) == 0 && method_len == 11 &&
            memcmp(method, "Synchronize", 11) == 0;
+}
+
+/* Whether buf's first have bytes are a Request's fields up to its payload,
+ * naming Plugin's service and Synchronize (the last of each so far). */
+static bool sync_head(const uint8_t *buf, size_t have)
+{
+    const uint8_t *p = buf, *end = buf + have, *data;
+    uint64_t k, n;
+    bool svc = false, method = false;
+
+    while (p < end) {
+        const uint8_t *at = p;
+        if (rv_pb_varint(&p, end, &k) < 0)
+            return false;
+        if (k == (3 << 3 | 2))
+            return svc && method;
+        p = at;
+        if (rv_pb_next_field(&p, end, &k, &data, &n) < 0 || (k >> 3 >= 1 && k >> 3 <= 3 && (k & 7) != 2))
+            return false;
+        if (k == (1 << 3 | 2))
+            svc = n == strlen(RV_NRI_SERVICE_PLUGIN) && memcmp(data, RV_NRI_SERVICE_PLUGIN, n) == 0;
+        else if (k == (2 << 3 | 2))
+            method = n == 11 && memcmp(data, "Synchronize", 11) == 0;
+    }
+    return false;
+}
+
+bool rv_nri_stream_start(struct rv_nri_plugin *p, const uint8_t *req, size_t have, size_t len)
+{
+    return sync_head(req, have) && rv_nri_sync_stream_begin(p, len) == 0;
+}
+
+int rv_nri_stream_answer(struct rv_nri_plugin *p, uint8_t **out, size_t *out_len)
+{
+    bool more;
+    size_t len;
+    int r = rv_nri_sync_stream_end(p, &more, &len);
+
+    if (r == -3) {
+        rv_log(RV_ERROR, "NRI: a Synchronize that is no ttrpc Request, or names another service or method "
+               "after its payload: answered with an error");
+        return envelope(CODE_INVALID_ARGUMENT, "resview: not a ttrpc Request", NULL, 0, out, out_len);
+    }
+    return sync_answer(r, more, len, out, out_len);
 }
 
 static void log_limits(const struct rv_nri_adjustment *a)

@@ -139,49 +139,68 @@ static int send_msg(int fd, uint32_t conn, uint32_t stream, uint8_t type, uint8_
     return r;
 }
 
+/* One call of the runtime answered: a request come whole (m), or the
+ * Synchronize read as it came (m NULL, its stream). */
+static int call(struct rv_nri_plugin *p, int fd, const struct rv_ttrpc_msg *m, uint32_t stream,
+                struct rv_error *err)
+{
+    cleanup_free uint8_t *out = NULL;
+    size_t n = 0;
+    long t0 = rv_now_ms();
+    uint64_t call_t0 = rv_metrics_clock();
+
+    /* as the shim at each create: the hook may come (or go) while we run */
+    p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
+    bool was_configured = p->configured;
+    if (p->status)
+        p->status->busy_ms = rv_nri_clock_ms();
+    if ((m ? rv_nri_handle(p, m->data, m->len, &out, &n) : rv_nri_stream_answer(p, &out, &n)) < 0)
+        return rv_fail(err, ENOMEM, "NRI: an answer");
+    if (send_msg(fd, RV_MUX_PLUGIN, m ? m->stream : stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
+        return -1;
+    if (p->status) {
+        p->status->last_ms = rv_nri_clock_ms();
+        p->status->answered++;
+        p->status->busy_ms = 0;
+    }
+    if (p->configured && !was_configured)
+        record_write(p, fd);   /* Configure answered: the runtime calls us from now on */
+    if (p->sync_ready) {
+        int keep[] = { fd, p->lock_fd, -1 };
+        p->sync_ready = false;
+        rv_nri_sync_start(p, keep);
+    }
+    rv_metrics_nri_call(p->cfg->host_state_dir, rv_metrics_clock() - call_t0);
+    long took = rv_now_ms() - t0;
+    if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
+        rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,
+               (long long)p->request_timeout_ms);
+    return 0;
+}
+
 /* The runtime's calls on connection 1, and its answer to ours on 2. */
 static int dispatch(struct rv_nri_plugin *p, int fd, struct rv_mux_in *in, bool *registered,
                     struct rv_error *err)
 {
     struct rv_ttrpc_msg m;
+    uint32_t stream;
+    size_t have;
     int r;
 
-    while ((r = rv_ttrpc_next(in, RV_MUX_PLUGIN, &m, err)) == 1) {
-        cleanup_free uint8_t *out = NULL;
-        size_t n = 0;
-        long t0 = rv_now_ms();
-        uint64_t call_t0 = rv_metrics_clock();
-        if (m.type != RV_TTRPC_REQUEST)
-            continue;   /* a stream's data: no method of NRI streams */
-        /* as the shim at each create: the hook may come (or go) while we run */
-        p->hook_missing = access(p->cfg->hook_path, X_OK) != 0;
-        bool was_configured = p->configured;
-        if (p->status)
-            p->status->busy_ms = rv_nri_clock_ms();
-        if (rv_nri_handle(p, m.data, m.len, &out, &n) < 0)
-            return rv_fail(err, ENOMEM, "NRI: an answer");
-        if (send_msg(fd, RV_MUX_PLUGIN, m.stream, RV_TTRPC_RESPONSE, 0, out, n, err) < 0)
+    if (rv_ttrpc_diverted(in, &stream) && call(p, fd, NULL, stream, err) < 0)
+        return -1;
+    while ((r = rv_ttrpc_next(in, RV_MUX_PLUGIN, &m, err)) == 1)
+        /* not a Request: a stream's data, no method of NRI streams */
+        if (m.type == RV_TTRPC_REQUEST && call(p, fd, &m, 0, err) < 0)
             return -1;
-        if (p->status) {
-            p->status->last_ms = rv_nri_clock_ms();
-            p->status->answered++;
-            p->status->busy_ms = 0;
-        }
-        if (p->configured && !was_configured)
-            record_write(p, fd);   /* Configure answered: the runtime calls us from now on */
-        if (p->sync_ready) {
-            int keep[] = { fd, p->lock_fd, -1 };
-            p->sync_ready = false;
-            rv_nri_sync_start(p, keep);
-        }
-        rv_metrics_nri_call(p->cfg->host_state_dir, rv_metrics_clock() - call_t0);
-        long took = rv_now_ms() - t0;
-        if (p->request_timeout_ms > 0 && took * 2 > p->request_timeout_ms)
-            rv_log(RV_WARN, "NRI: a call took %ld ms (the runtime waits %lld ms)", took,
-                   (long long)p->request_timeout_ms);
-    }
     if (r < 0)
         return -1;
+    /* a Synchronize (a tenant's environments, 4 MiB) is read as it comes,
+     * through the window of session: the kernel's copy of it lands in a
+     * buffer in cache, read there at once (nri_sync.c) */
+    if (rv_ttrpc_partial(in, RV_MUX_PLUGIN, &m, &have) && m.type == RV_TTRPC_REQUEST &&
+        rv_nri_stream_start(p, m.data, have, m.len))
+        rv_ttrpc_divert(in, RV_MUX_PLUGIN, rv_nri_sync_stream, p);
     while ((r = rv_ttrpc_next(in, RV_MUX_RUNTIME, &m, err)) == 1) {
         if (m.type != RV_TTRPC_RESPONSE || m.stream != 1)
             continue;
@@ -209,7 +228,10 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
         send_msg(fd, RV_MUX_RUNTIME, 1, RV_TTRPC_REQUEST, RV_TTRPC_FLAG_REMOTE_CLOSED, reg, reg_len, err) < 0)
         goto out;
     for (;;) {
-        static uint8_t buf[64 << 10];
+        /* the window: small enough to stay in cache from the kernel's copy
+         * to our read of it (a Synchronize's 104 MiB cost the kernel half
+         * the time into it than into 4 MiB of fresh memory) */
+        static uint8_t buf[256 << 10];
         struct pollfd pfd = { fd, POLLIN, 0 };
         int w = poll(&pfd, 1, p->configured ? -1 : 1000);
         if (w < 0 && errno == EINTR)
@@ -228,9 +250,11 @@ static int session(struct rv_nri_plugin *p, int fd, struct rv_error *err)
         }
         size_t room = 0;
         uint8_t *direct = rv_mux_direct(&in, &room);
-        /* the rest of a frame in one call: the kernel waits for it, not a
-         * poll and a read per 200 KiB of a 4 MiB Synchronize */
-        ssize_t n = direct ? recv(fd, direct, room, MSG_WAITALL) : recv(fd, buf, sizeof(buf), 0);
+        /* the rest of a frame in one call, or a window of it: the kernel
+         * waits for it, not a poll and a read per 200 KiB of 4 MiB */
+        ssize_t n = direct ? recv(fd, direct, room, MSG_WAITALL)
+                    : room ? recv(fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_WAITALL)
+                           : recv(fd, buf, sizeof(buf), 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {

@@ -75,6 +75,50 @@ struct sync_one {
     bool bad;       /* an id too long or with a NUL, or named twice */
 };
 
+/* A field's first bytes kept, the rest skipped: an id or handler's (as
+ * sizeof(id): a longer one is bad either way), a variable's (the longest
+ * request's name, '=' and SYNC_VAL), an annotation's key (longer than any
+ * request's) and value. */
+#define KEEP_ID 128
+#define KEEP_ENV 96
+#define KEEP_KEY 64
+#define KEEP_SVC 32
+/* An atom: a field's key and length (10 bytes each at most) and the first
+ * bytes of it kept; one cut by the end of a piece is carried to the next. */
+#define ATOM_MAX (2 * 10 + KEEP_ID)
+
+/* The nesting the reader is in: the ttrpc Request (a message read as it
+ * comes), its payload (the SynchronizeRequest), a pod or a container, an
+ * annotation entry. */
+enum { L_REQ, L_SYNC, L_ITEM, L_ANN, L_N };
+
+/* One message being read, resumable at any byte: the offsets are the
+ * message's own, so a piece may end anywhere. What it names is staged past
+ * the lists' committed entries (n, n_pods) until the message has come whole
+ * and is a Synchronize. */
+struct sync_rd {
+    uint64_t at;              /* the next byte's offset */
+    uint64_t end[L_N];        /* each open level's end */
+    uint64_t skip_to;         /* a field's bytes not kept, skipped up to there */
+    int lvl, top;             /* the innermost open level; the message's */
+    bool scan;                /* the bytes skipped are "more"'s: protobuf-c reads any of them */
+    bool is_pod;              /* the item is a pod, else a container */
+    struct sync_pod pod;
+    struct sync_one c;
+    struct {                  /* the annotation entry: the last key and value */
+        uint8_t key[KEEP_KEY], val[SYNC_VAL];
+        uint64_t key_len, val_len;
+        bool has_key;
+    } ann;
+    bool svc, method, bad;    /* the Request names Plugin's service, Synchronize; is malformed */
+    bool more;
+    int r;                    /* the payload's fault: -1 malformed, -2 out of memory */
+    uint64_t payload_len;
+    size_t n, n_pods, over;   /* staged */
+    uint8_t carry[2 * ATOM_MAX];   /* an atom cut by a piece's end */
+    size_t carry_len;
+};
+
 struct rv_nri_sync {
     struct sync_pod *pods;
     size_t n_pods, cap_pods;
@@ -82,10 +126,12 @@ struct rv_nri_sync {
     size_t n, cap;
     size_t msgs, over, bytes;   /* messages, containers and pods beyond the caps, bytes read */
     bool done;                  /* its last message came */
+    struct sync_rd rd;
 };
 
 /* A string field as protobuf-c's C string has it (up to its first NUL);
- * false when it does not fit (then dst is ""). */
+ * false when it does not fit (then dst is ""). len: its first bytes (at
+ * least size of them, when it has that many: the answer is the same). */
 static bool take_str(char *dst, size_t size, const uint8_t *data, uint64_t len)
 {
     const uint8_t *nul = memchr(data, 0, (size_t)len);
@@ -99,6 +145,7 @@ static bool take_str(char *dst, size_t size, const uint8_t *data, uint64_t len)
     return !nul;
 }
 
+/* len: at least SYNC_VAL - 1 of its bytes, when it has that many */
 static void take_val(struct sync_req *r, int i, const uint8_t *data, uint64_t len)
 {
     /* cut at SYNC_VAL - 1: a value that long is no valid request either way */
@@ -111,32 +158,9 @@ static void take_val(struct sync_req *r, int i, const uint8_t *data, uint64_t le
     r->has |= 1u << i;
 }
 
-/* A map<string, string> entry: a request's annotation kept (the last of a
- * key wins, as in protobuf's maps). -1 malformed. */
-static int take_annotation(struct sync_req *r, const uint8_t *p, const uint8_t *end)
-{
-    const uint8_t *data, *key = NULL, *val = (const uint8_t *)"";
-    uint64_t k, len, key_len = 0, val_len = 0;
-
-    while (p < end) {
-        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
-            return -1;
-        if (k == (1 << 3 | 2)) {
-            key = data;
-            key_len = len;
-        } else if (k == (2 << 3 | 2)) {
-            val = data;
-            val_len = len;
-        }
-    }
-    for (int i = 0; key && i < REQ_N; i++)
-        if (key_len == strlen(req_ann[i]) && memcmp(key, req_ann[i], key_len) == 0)
-            take_val(r, i, val, val_len);
-    return 0;
-}
-
 /* A variable "NAME=value" whose name starts RESVIEW_: the first of a
- * request's name counts (rv_env_get). */
+ * request's name counts (rv_env_get). len: its first KEEP_ENV bytes at
+ * least, when it has that many. */
 static void take_env(struct sync_req *r, const uint8_t *kv, uint64_t len)
 {
     for (int i = 0; i < REQ_N; i++) {
@@ -149,170 +173,360 @@ static void take_env(struct sync_req *r, const uint8_t *kv, uint64_t len)
 /* Wire type 2 for a field that must be one: protobuf-c refuses another */
 #define LEN_FIELD(f) ((uint64_t)(f) << 3 | 2)
 #define WT(k) ((k) & 7)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
-static int take_pod(struct rv_nri_sync *s, const uint8_t *p, const uint8_t *end)
+/* The end of a map<string, string> entry: a request's annotation kept (the
+ * last of a key wins, as in protobuf's maps). */
+static void ann_done(struct sync_rd *d)
 {
-    struct sync_pod pod = { 0 };
-    const uint8_t *data;
-    uint64_t k, len;
+    struct sync_req *r = d->is_pod ? &d->pod.ann : &d->c.ann;
 
-    while (p < end) {
-        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
-            return -1;
-        if ((k >> 3 == 1 || k >> 3 == 6 || k >> 3 == 7) && WT(k) != 2)
-            return -1;
-        if (k == LEN_FIELD(1))
-            pod.bad |= !take_str(pod.id, sizeof(pod.id), data, len);
-        else if (k == LEN_FIELD(7))
-            pod.bad |= !take_str(pod.handler, sizeof(pod.handler), data, len);
-        else if (k == LEN_FIELD(6) && take_annotation(&pod.ann, data, data + len) < 0)
-            return -1;
-    }
-    if (s->n_pods == SYNC_PODS_MAX) {
-        s->over++;
-        return 0;
-    }
-    if (s->n_pods == s->cap_pods) {
-        size_t cap = s->cap_pods ? s->cap_pods * 2 : 64;
-        struct sync_pod *n = realloc(s->pods, cap * sizeof(*n));
-        if (!n)
+    for (int i = 0; d->ann.has_key && i < REQ_N; i++)
+        if (d->ann.key_len == strlen(req_ann[i]) && memcmp(d->ann.key, req_ann[i], d->ann.key_len) == 0)
+            take_val(r, i, d->ann.val, MIN(d->ann.val_len, SYNC_VAL));
+}
+
+/* Room for one more past the committed and the staged (*cap grown). */
+static void *room_for(void *list, size_t *cap, size_t need, size_t size)
+{
+    size_t c = *cap ? *cap : 64;
+
+    if (need <= *cap)
+        return list;
+    while (c < need)
+        c *= 2;
+    void *n = realloc(list, c * size);
+    if (n)
+        *cap = c;
+    return n;
+}
+
+/* The end of a pod or container: staged, or counted beyond the caps (the
+ * caps count this synchronization's: none of a done one's). -2 out of memory. */
+static int item_done(struct rv_nri_sync *s)
+{
+    struct sync_rd *d = &s->rd;
+
+    if (d->is_pod) {
+        if ((s->done ? 0 : s->n_pods) + d->n_pods == SYNC_PODS_MAX) {
+            d->over++;
+            return 0;
+        }
+        struct sync_pod *l = room_for(s->pods, &s->cap_pods, s->n_pods + d->n_pods + 1, sizeof(*l));
+        if (!l)
             return -2;
-        s->pods = n;
-        s->cap_pods = cap;
+        s->pods = l;
+        l[s->n_pods + d->n_pods++] = d->pod;
+    } else {
+        if ((s->done ? 0 : s->n) + d->n == SYNC_MAX) {
+            d->over++;
+            return 0;
+        }
+        struct sync_one *l = room_for(s->c, &s->cap, s->n + d->n + 1, sizeof(*l));
+        if (!l)
+            return -2;
+        s->c = l;
+        l[s->n + d->n++] = d->c;
     }
-    s->pods[s->n_pods++] = pod;
     return 0;
 }
 
-static int take_container(struct rv_nri_sync *s, const uint8_t *p, const uint8_t *end)
+static void descend(struct sync_rd *d, uint64_t end)
 {
-    struct sync_one c = { 0 };
-    const uint8_t *data;
-    uint64_t k, len, v;
+    d->end[++d->lvl] = end;
+}
 
-    while (p < end) {
-        /* env (8, length-delimited), tens of thousands of them: a tight loop
-         * (key and a one-byte length read together: one load on the path
-         * from a variable to the next), each one looked at only when it may
-         * be a request */
-        while (end - p >= 2 && p[0] == 0x42 && p[1] < 0x80) {
-            const uint8_t *q = p + 2;
-            size_t n = p[1];
-            if (n > (size_t)(end - q))
-                return -1;
-            if (__builtin_expect(n > 8 && q[0] == 'R', 0) && memcmp(q, "RESVIEW_", 8) == 0)
-                take_env(&c.env, q, n);
-            p = q + n;
+/* The payload is no more read (a fault: what came before it is kept, not
+ * the item it is in); a fault in the Request around it makes it none. */
+static void fault(struct sync_rd *d, int r)
+{
+    if (d->lvl == L_REQ) {
+        d->bad = true;
+    } else {
+        d->r = d->r ? d->r : r;
+        d->lvl = L_SYNC;
+    }
+    d->skip_to = d->end[d->lvl];
+    d->scan = false;
+}
+
+/* What became of a field (or of its key or length: F_CUT), -1 malformed */
+enum { F_READ, F_DOWN, F_CUT };
+
+/* One field at the reader's level: its key k, its value v (wire type 0) or
+ * its content's first avail bytes data (len in all; of a fixed one, its
+ * size; content its offset), key_end where its length starts. F_READ (its
+ * content is skipped), F_DOWN (descended into it), F_CUT (its first bytes
+ * kept are not all in this piece), -1. */
+static int field(struct rv_nri_sync *s, uint64_t k, uint64_t v, const uint8_t *key_end,
+                 const uint8_t *data, size_t avail, uint64_t len, uint64_t content)
+{
+    struct sync_rd *d = &s->rd;
+    unsigned f = (unsigned)(k >> 3);
+#define KEEP(w) do { if (avail < MIN(len, (uint64_t)(w))) return F_CUT; } while (0)
+
+    switch (d->lvl) {
+    case L_REQ:
+        if (f >= 1 && f <= 3 && WT(k) != 2)
+            return -1;   /* a wire type protobuf-c refuses */
+        if (f == 1 || f == 2) {
+            KEEP(KEEP_SVC);
+            const char *want = f == 1 ? RV_NRI_SERVICE_PLUGIN : "Synchronize";
+            bool is = len == strlen(want) && memcmp(data, want, len) == 0;
+            *(f == 1 ? &d->svc : &d->method) = is;
+        } else if (f == 3) {
+            /* the last payload is the message's: what an earlier one named is dropped */
+            d->n = d->n_pods = d->over = 0;
+            d->more = false;
+            d->r = 0;
+            d->payload_len = len;
+            descend(d, content + len);
+            return F_DOWN;
         }
-        if (p == end)
-            break;
-        if (*p == 0x42) {   /* a variable of 128 bytes or more */
-            const uint8_t *q = p + 1;
-            if (rv_pb_varint(&q, end, &len) < 0 || len > (uint64_t)(end - q))
-                return -1;
-            if (len > 8 && q[0] == 'R' && memcmp(q, "RESVIEW_", 8) == 0)
-                take_env(&c.env, q, len);
-            p = q + len;
-            continue;
-        }
-        const uint8_t *at = p;
-        if (rv_pb_next_field(&p, end, &k, &data, &len) < 0)
+        return F_READ;
+    case L_SYNC:
+        if ((f == 1 || f == 2) && WT(k) != 2)
             return -1;
-        unsigned f = (unsigned)(k >> 3);
-        if ((f == 1 || f == 2 || f == 6 || f == 8) && WT(k) != 2)
+        if (f == 1 || f == 2) {
+            d->is_pod = f == 1;
+            memset(&d->pod, 0, sizeof(d->pod));
+            memset(&d->c, 0, sizeof(d->c));
+            descend(d, content + len);
+            return F_DOWN;
+        }
+        if (k == (3 << 3 | 0)) {
+            d->more = v != 0;
+        } else if (f == 3) {
+            /* another wire type: protobuf-c takes any byte of it (its
+             * length's included) with a bit of 0x7f set as true */
+            d->more = false;
+            for (const uint8_t *b = key_end; b < data; b++)
+                d->more |= (*b & 0x7f) != 0;
+            d->scan = true;
+        }
+        return F_READ;
+    case L_ITEM:
+        if (f == 6) {
+            if (WT(k) != 2)
+                return -1;
+            memset(&d->ann, 0, sizeof(d->ann));
+            descend(d, content + len);
+            return F_DOWN;
+        }
+        if (d->is_pod) {
+            if ((f == 1 || f == 7) && WT(k) != 2)
+                return -1;
+            if (f == 1 || f == 7) {
+                KEEP(KEEP_ID);
+                d->pod.bad |= !take_str(f == 1 ? d->pod.id : d->pod.handler, KEEP_ID, data, MIN(len, KEEP_ID));
+            }
+            return F_READ;
+        }
+        if ((f == 1 || f == 2 || f == 8) && WT(k) != 2)
             return -1;
         if ((f == 4 || f == 12) && WT(k) != 0) {
             /* protobuf-c reads some number of it: no state, no pid we act on */
             if (f == 4)
-                c.state = 0;
+                d->c.state = 0;
             else
-                c.pid = 0;
-            continue;
+                d->c.pid = 0;
+        } else if (f == 1 || f == 2) {
+            KEEP(KEEP_ID);
+            bool ok = take_str(f == 1 ? d->c.id : d->c.pod, KEEP_ID, data, MIN(len, KEEP_ID));
+            d->c.bad |= f == 1 && !ok;   /* a pod id too long: no pod is found */
+        } else if (f == 8) {
+            KEEP(KEEP_ENV);
+            if (len > 8 && memcmp(data, "RESVIEW_", 8) == 0)
+                take_env(&d->c.env, data, MIN(len, KEEP_ENV));
+        } else if (f == 4) {
+            d->c.state = (int)(int32_t)v;
+        } else if (f == 12) {
+            d->c.pid = (uint32_t)v;
         }
-        if (f == 1)
-            c.bad |= !take_str(c.id, sizeof(c.id), data, len);
-        else if (f == 2)
-            take_str(c.pod, sizeof(c.pod), data, len);   /* too long: no pod is found */
-        else if (f == 6 && take_annotation(&c.ann, data, data + len) < 0)
-            return -1;
-        else if (f == 4 || f == 12) {
-            rv_pb_varint(&at, end, &k);   /* read once already */
-            rv_pb_varint(&at, end, &v);
-            if (f == 4)
-                c.state = (int)(int32_t)v;
-            else
-                c.pid = (uint32_t)v;
+        return F_READ;
+    default:   /* L_ANN */
+        if (k == LEN_FIELD(1)) {
+            KEEP(KEEP_KEY);
+            memcpy(d->ann.key, data, MIN(len, KEEP_KEY));
+            d->ann.key_len = len;
+            d->ann.has_key = true;
+        } else if (k == LEN_FIELD(2)) {
+            KEEP(SYNC_VAL);
+            memcpy(d->ann.val, data, MIN(len, SYNC_VAL));
+            d->ann.val_len = len;
         }
+        return F_READ;
     }
-    if (s->n == SYNC_MAX) {
-        s->over++;
-        return 0;
-    }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        struct sync_one *n = realloc(s->c, cap * sizeof(*n));
-        if (!n)
-            return -2;
-        s->c = n;
-        s->cap = cap;
-    }
-    s->c[s->n++] = c;
-    return 0;
+#undef KEEP
 }
 
-int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bool *more)
+/* A varint at *q before lim: F_READ (*q past it), -1 malformed, F_CUT (lim
+ * is the piece's end, before the level's: it may end in the next). */
+static int varint(const uint8_t **q, const uint8_t *lim, bool cut, uint64_t *v)
+{
+    const uint8_t *at = *q;
+
+    if (rv_pb_varint(q, lim, v) == 0)
+        return F_READ;
+    return cut && lim - at < 10 ? F_CUT : -1;
+}
+
+/* Containers' variables (env, 8), tens of thousands of them, each whole in
+ * the piece: a tight loop (key and a one-byte length read together: one
+ * load on the path from a variable to the next), each one looked at only
+ * when it may be a request. The first byte not read. */
+static const uint8_t *env_run(struct sync_one *c, const uint8_t *q, const uint8_t *lim)
+{
+    while (lim - q >= 2 && q[0] == 0x42 && q[1] < 0x80 && q[1] <= lim - q - 2) {
+        const uint8_t *kv = q + 2;
+        size_t n = q[1];
+        if (__builtin_expect(n > 8 && kv[0] == 'R', 0) && memcmp(kv, "RESVIEW_", 8) == 0)
+            take_env(&c->env, kv, n);
+        q = kv + n;
+    }
+    return q;
+}
+
+/* Reads what it can of a piece (its first byte at offset d->at): the bytes
+ * used. It stops short only at an atom the piece's end cuts (fewer than
+ * ATOM_MAX bytes left), or at the message's end. */
+static size_t parse(struct rv_nri_sync *s, const uint8_t *buf, size_t n)
+{
+    struct sync_rd *d = &s->rd;
+    const uint8_t *q = buf, *pend = buf + n;
+
+    for (;;) {
+        uint64_t at = d->at + (uint64_t)(q - buf), end = d->end[d->lvl];
+        if (d->skip_to > at) {
+            size_t k = (size_t)MIN(d->skip_to - at, (uint64_t)(pend - q));
+            if (k == 0)
+                break;
+            for (size_t i = 0; d->scan && i < k; i++)
+                d->more |= (q[i] & 0x7f) != 0;
+            q += k;
+            continue;
+        }
+        d->scan = false;
+        if (at == end) {   /* a level ends */
+            int r = 0;
+            if (d->lvl == d->top) {
+                d->at = end;
+                return n;   /* the message's end: nothing of it follows */
+            }
+            if (d->lvl == L_ANN)
+                ann_done(d);
+            else if (d->lvl == L_ITEM)
+                r = item_done(s);
+            if (r < 0)
+                fault(d, r);
+            else
+                d->lvl--;
+            continue;
+        }
+        if (q == pend)
+            break;
+        bool cut = end - at > (uint64_t)(pend - q);
+        const uint8_t *lim = cut ? pend : q + (end - at), *h = q, *key_end;
+        if (d->lvl == L_ITEM && !d->is_pod && *q == 0x42) {
+            h = env_run(&d->c, q, lim);
+            if (h != q) {
+                q = h;
+                continue;
+            }
+        }
+        uint64_t k, v = 0, len = 0;
+        int rc = varint(&h, lim, cut, &k);
+        key_end = h;
+        if (rc == 0) {
+            switch (WT(k)) {
+            case 0:
+                rc = varint(&h, lim, cut, &v);
+                break;
+            case 1:
+            case 5:
+                len = WT(k) == 1 ? 8 : 4;
+                break;
+            case 2:
+                rc = varint(&h, lim, cut, &len);
+                break;
+            default:
+                rc = -1;   /* groups: protobuf-c has none */
+            }
+        }
+        uint64_t content = at + (uint64_t)(h - q);
+        if (rc == 0 && len > end - content)
+            rc = -1;
+        if (rc == 0)
+            rc = field(s, k, v, key_end, h, (size_t)(pend - h), len, content);
+        if (rc == F_CUT)
+            break;   /* carried to the next piece */
+        if (rc < 0) {
+            fault(d, -1);
+            continue;
+        }
+        if (rc == F_READ)
+            d->skip_to = content + len;
+        q = h;
+    }
+    d->at += (uint64_t)(q - buf);
+    return (size_t)(q - buf);
+}
+
+static void reader_begin(struct rv_nri_sync *s, int top, uint64_t len)
+{
+    memset(&s->rd, 0, sizeof(s->rd));
+    s->rd.lvl = s->rd.top = top;
+    s->rd.end[top] = len;
+    s->rd.payload_len = top == L_SYNC ? len : 0;
+}
+
+/* A piece of the message: read where it lies, but for an atom the last one
+ * cut (completed here from this one's first bytes) or this one cuts
+ * (carried). */
+static void reader_feed(struct rv_nri_sync *s, const uint8_t *data, size_t n)
+{
+    struct sync_rd *d = &s->rd;
+
+    if (d->carry_len) {
+        size_t k = MIN(n, sizeof(d->carry) - d->carry_len), used;
+        memcpy(d->carry + d->carry_len, data, k);
+        used = parse(s, d->carry, d->carry_len + k);
+        if (used < d->carry_len) {   /* still cut: this piece was short, it is all carried */
+            memmove(d->carry, d->carry + used, d->carry_len + k - used);
+            d->carry_len += k - used;
+            return;
+        }
+        data += used - d->carry_len;
+        n -= used - d->carry_len;
+        d->carry_len = 0;
+    }
+    size_t used = parse(s, data, n);
+    memcpy(d->carry, data + used, n - used);
+    d->carry_len = n - used;
+}
+
+/* The message has come: what it named joins the synchronization's (a done
+ * one's lists are done with: a new synchronization starts), and is
+ * answered with more. */
+static int reader_end(struct rv_nri_plugin *p, bool *more)
 {
     struct rv_nri_sync *s = p->sync;
-    const uint8_t *q, *end, *data;
-    uint64_t k, n, v;
-    int r = 0;
+    struct sync_rd *d = &s->rd;
 
-    if (!buf) {   /* protobuf-c's empty bytes */
-        buf = (const uint8_t *)"";
-        len = 0;
+    if (s->done) {
+        memmove(s->c, s->c + s->n, d->n * sizeof(*s->c));
+        memmove(s->pods, s->pods + s->n_pods, d->n_pods * sizeof(*s->pods));
+        s->n = s->n_pods = s->over = s->msgs = s->bytes = 0;
+        s->done = false;
     }
-    q = buf;
-    end = buf + len;
-
-    *more = false;
-    if (!s && !(s = p->sync = calloc(1, sizeof(*s))))
-        return -2;
-    if (s->done) {   /* a new synchronization: the last one's lists are done with */
-        free(s->c);
-        free(s->pods);
-        memset(s, 0, sizeof(*s));
-    }
+    s->n += d->n;
+    s->n_pods += d->n_pods;
+    s->over += d->over;
     s->msgs++;
-    s->bytes += len;
+    s->bytes += d->payload_len;
     /* the message is answered whatever it holds; what it names is kept as
      * it is read (a message cut short keeps what came before the cut) */
-    while (q < end && r == 0) {
-        const uint8_t *at = q;
-        if (rv_pb_next_field(&q, end, &k, &data, &n) < 0) {
-            r = -1;
-            break;
-        }
-        if ((k >> 3 == 1 || k >> 3 == 2) && WT(k) != 2)
-            r = -1;
-        else if (k == LEN_FIELD(1))
-            r = take_pod(s, data, data + n);
-        else if (k == LEN_FIELD(2))
-            r = take_container(s, data, data + n);
-        else if (k == (3 << 3 | 0)) {
-            rv_pb_varint(&at, end, &k);
-            rv_pb_varint(&at, end, &v);
-            *more = v != 0;
-        } else if (k >> 3 == 3) {
-            /* another wire type: protobuf-c takes any byte of it (its
-             * length's included) with a bit of 0x7f set as true */
-            rv_pb_varint(&at, end, &k);
-            *more = false;
-            for (; at < q; at++)
-                *more |= (*at & 0x7f) != 0;
-        }
-    }
-    if (r < 0)
-        *more = false;   /* no more of a broken synchronization: decide on what came */
+    *more = d->r == 0 && d->more;   /* no more of a broken synchronization: decide on what came */
     if (!*more) {
         s->done = true;
         p->sync_ready = s->n > 0;
@@ -325,7 +539,48 @@ int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bo
         p->status->sync_msgs = (uint32_t)s->msgs;
         p->status->sync_containers = (uint32_t)(s->n + s->over);
     }
-    return r;
+    return d->r;
+}
+
+static int sync_of(struct rv_nri_plugin *p)
+{
+    return p->sync || (p->sync = calloc(1, sizeof(*p->sync))) ? 0 : -2;
+}
+
+int rv_nri_sync_take(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, bool *more)
+{
+    *more = false;
+    if (sync_of(p) < 0)
+        return -2;
+    reader_begin(p->sync, L_SYNC, len);
+    if (len)
+        parse(p->sync, buf, len);   /* whole: nothing is cut */
+    return reader_end(p, more);
+}
+
+int rv_nri_sync_stream_begin(struct rv_nri_plugin *p, size_t len)
+{
+    if (sync_of(p) < 0)
+        return -2;
+    reader_begin(p->sync, L_REQ, len);
+    return 0;
+}
+
+void rv_nri_sync_stream(void *plugin, const uint8_t *data, size_t n)
+{
+    reader_feed(((struct rv_nri_plugin *)plugin)->sync, data, n);
+}
+
+int rv_nri_sync_stream_end(struct rv_nri_plugin *p, bool *more, size_t *len)
+{
+    struct sync_rd *d = &p->sync->rd;
+
+    *more = false;
+    *len = (size_t)d->payload_len;
+    if (d->bad || !d->svc || !d->method || d->carry_len || d->lvl != L_REQ ||
+        d->at < d->end[L_REQ] || d->skip_to > d->at)
+        return -3;
+    return reader_end(p, more);
 }
 
 bool rv_nri_sync_pending(const struct rv_nri_plugin *p, size_t *msgs, size_t *containers, size_t *bytes)

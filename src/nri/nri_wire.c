@@ -63,9 +63,20 @@ static int append(struct rv_bytes *b, const void *data, size_t n, struct rv_erro
 }
 
 /* The bytes of a frame's payload, to its connection's stream as they come
- * (a frame of 4 MiB is never held whole anywhere but there). */
+ * (a frame of 4 MiB is never held whole anywhere but there), or to the sink
+ * while a message of it is diverted. */
 static int payload(struct rv_mux_in *in, const uint8_t *data, size_t n, struct rv_error *err)
 {
+    if (in->divert > 0 && in->cur == in->div_conn) {
+        size_t k = n < in->divert ? n : in->divert;
+        in->sink(in->sink_arg, data, k);
+        in->left -= k;
+        in->div_done = (in->divert -= k) == 0;
+        data += k;
+        n -= k;
+        if (n == 0)
+            return 0;
+    }
     if (in->cur < 3) {
         /* the stream's previous message is done once more bytes come */
         in->conn[in->cur].off += in->taken[in->cur];
@@ -112,12 +123,13 @@ uint8_t *rv_mux_direct(struct rv_mux_in *in, size_t *room)
     struct rv_error err;
     struct rv_bytes *b;
 
-    if (in->left == 0 || in->cur >= 3)
+    *room = in->left;
+    if (in->left == 0 || in->cur >= 3 || (in->divert > 0 && in->cur == in->div_conn))
         return NULL;
     b = &in->conn[in->cur];
     b->off += in->taken[in->cur];
     in->taken[in->cur] = 0;
-    if (reserve(b, in->left, &err) < 0)
+    if (b->len - b->off < RV_MUX_PEEK || reserve(b, in->left, &err) < 0)
         return NULL;   /* rv_mux_feed says why */
     *room = in->left;
     return b->p + b->len;
@@ -131,7 +143,8 @@ void rv_mux_direct_done(struct rv_mux_in *in, size_t n)
 
 bool rv_mux_mid_call(const struct rv_mux_in *in, unsigned conn)
 {
-    return in->hdr_len > 0 || in->left > 0 || in->conn[conn].len > in->conn[conn].off + in->taken[conn];
+    return in->hdr_len > 0 || in->left > 0 || in->conn[conn].len > in->conn[conn].off + in->taken[conn] ||
+           (in->divert > 0 && in->div_conn == conn);
 }
 
 int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
@@ -161,6 +174,51 @@ int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
     msg->data = h + RV_TTRPC_HDR;
     in->taken[conn] = RV_TTRPC_HDR + (size_t)len;
     return 1;
+}
+
+int rv_ttrpc_partial(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg, size_t *have)
+{
+    struct rv_bytes *b = &in->conn[conn];
+    const uint8_t *h = b->p + b->off + in->taken[conn];
+    size_t there = b->len - b->off - in->taken[conn];
+
+    if (conn < 1 || conn > 2 || in->divert > 0 || there < RV_TTRPC_HDR || get_be32(h) > RV_TTRPC_MAX ||
+        there - RV_TTRPC_HDR >= get_be32(h))
+        return 0;   /* none, one rv_ttrpc_next refuses or returns */
+    msg->len = get_be32(h);
+    msg->stream = get_be32(h + 4);
+    msg->type = h[8];
+    msg->flags = h[9];
+    msg->data = h + RV_TTRPC_HDR;
+    *have = there - RV_TTRPC_HDR;
+    return 1;
+}
+
+void rv_ttrpc_divert(struct rv_mux_in *in, unsigned conn, rv_mux_sink *sink, void *arg)
+{
+    struct rv_bytes *b = &in->conn[conn];
+    struct rv_ttrpc_msg m;
+    size_t have;
+
+    if (!rv_ttrpc_partial(in, conn, &m, &have))
+        return;
+    sink(arg, m.data, have);
+    /* it is the last thing there: not whole, so what came after it is of it */
+    b->len = b->off + in->taken[conn];
+    in->sink = sink;
+    in->sink_arg = arg;
+    in->div_conn = conn;
+    in->div_stream = m.stream;
+    in->divert = m.len - have;
+}
+
+bool rv_ttrpc_diverted(struct rv_mux_in *in, uint32_t *stream)
+{
+    bool done = in->div_done;
+
+    in->div_done = false;
+    *stream = in->div_stream;
+    return done;
 }
 
 void rv_mux_in_free(struct rv_mux_in *in)
