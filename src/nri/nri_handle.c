@@ -119,8 +119,8 @@ static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uin
 
 /* Synchronize: nothing to update in what runs already; "more" says we take
  * the rest of a synchronization in several messages. Each message is read
- * where it lies (nri_sync.c: what the decision needs, the tenants'
- * variables skipped) and answered at once; the containers that started bare
+ * as it comes (nri_sync.c: what the decision needs, the tenants' variables
+ * skipped) and answered once it has come; the containers that started bare
  * get their views once the last one is answered. */
 static int sync_answer(int r, bool more, size_t len, uint8_t **out, size_t *out_len)
 {

@@ -67,6 +67,10 @@ const char *rv_nri_handler(const nri_pod *pod);
  * each id once; their count. No system call but rv_nri_adjust's (the
  * host's cgroup files): fuzzed. */
 size_t rv_nri_sync_decide(struct rv_nri_plugin *p);   /* its runtime handler, "" when none */
+/* A hash of what the synchronization kept (its pods and containers as the
+ * decision reads them, its counts, whether done): the tests and the fuzzer
+ * compare the reading of a message whole and in pieces by it. */
+uint64_t rv_nri_sync_digest(const struct rv_nri_plugin *p);
 
 /* The spec that the shim would see for this container, as far as the edits
  * read it: annotations (the pod's resview.io/ ones, then the container's

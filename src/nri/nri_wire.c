@@ -178,9 +178,9 @@ int rv_ttrpc_next(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg,
 
 int rv_ttrpc_partial(struct rv_mux_in *in, unsigned conn, struct rv_ttrpc_msg *msg, size_t *have)
 {
-    struct rv_bytes *b = &in->conn[conn];
-    const uint8_t *h = b->p + b->off + in->taken[conn];
-    size_t there = b->len - b->off - in->taken[conn];
+    struct rv_bytes *b = &in->conn[conn < 3 ? conn : 0];
+    size_t there = b->len - b->off - in->taken[conn < 3 ? conn : 0];
+    const uint8_t *h = there ? b->p + b->off + in->taken[conn] : NULL;
 
     if (conn < 1 || conn > 2 || in->divert > 0 || there < RV_TTRPC_HDR || get_be32(h) > RV_TTRPC_MAX ||
         there - RV_TTRPC_HDR >= get_be32(h))

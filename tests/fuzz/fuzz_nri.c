@@ -2,13 +2,17 @@
  *   even: a socket's byte stream, cut into reads of 1 + byte % 64 bytes
  *         (the second byte), through NRI's multiplexer and ttrpc's framing
  *         (nri_wire.c), every message of connection 1 answered
- *         (rv_nri_handle), every one of connection 2 read as the answer to
- *         RegisterPlugin;
+ *         (rv_nri_handle; a Synchronize not come whole read as it comes,
+ *         as the plugin does: rv_nri_stream_start, rv_nri_stream_answer),
+ *         every one of connection 2 read as the answer to RegisterPlugin;
  *   1 mod 4: the rest as a CreateContainer request's payload (the
  *         adjustment, nri_adjust.c, on the spec made of it);
  *   3 mod 4: the rest as Synchronize messages' payloads, cut where the
- *         byte 0xff is (nri_sync.c's reader on the wire bytes), then the
- *         decision on what they named (rv_nri_sync_decide).
+ *         byte 0xff is (nri_sync.c's reader on the wire bytes), each also
+ *         read as it comes, in pieces of 1 + (second byte) % 64 bytes, by
+ *         a second plugin: the same kept after each (rv_nri_sync_digest),
+ *         the same "more"; then the decision on what they named
+ *         (rv_nri_sync_decide).
  * Invariants: an answer always comes, is a ttrpc Response whose status is
  * OK, INVALID_ARGUMENT or UNIMPLEMENTED; a Synchronize answer is OK, its
  * "more" the message's when it is a SynchronizeRequest, no more when it
@@ -22,7 +26,7 @@
 
 static struct rv_config cfg;
 static struct rv_host host;
-static struct rv_nri_plugin plugin;
+static struct rv_nri_plugin plugin, streamed;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -34,8 +38,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     strcpy(host.cgroup_root, "/nonexistent");
     strcpy(host.cpu_online, "/nonexistent");
     rv_log_init("nri", &cfg);
-    plugin.cfg = &cfg;
-    plugin.host = &host;
+    plugin.cfg = streamed.cfg = &cfg;
+    plugin.host = streamed.host = &host;
     return 0;
 }
 
@@ -112,6 +116,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(buf, "malloc");
             ttrpc__request__pack(&req, buf);
             FUZZ_CHECK(rv_nri_handle(&plugin, buf, len, &out, &out_len) == 0, "no answer to Synchronize");
+            bool more = false;
+            size_t plen, step = 1 + data[1 % size] % 64;
+            FUZZ_CHECK(rv_nri_sync_stream_begin(&streamed, len) == 0, "begin");
+            for (size_t i = 0; i < len; i += step)
+                rv_nri_sync_stream(&streamed, buf + i, len - i < step ? len - i : step);
+            FUZZ_CHECK(rv_nri_sync_stream_end(&streamed, &more, &plen) > -3 && plen == n, "read as it came: no "
+                       "Synchronize");
+            FUZZ_CHECK(rv_nri_sync_digest(&streamed) == rv_nri_sync_digest(&plugin), "read as it came in "
+                       "pieces of %zu: not the same kept", step);
             free(buf);
             Ttrpc__Response *r = ttrpc__response__unpack(NULL, out_len, out);
             FUZZ_CHECK(r && (!r->status || r->status->code == 0), "Synchronize not answered OK");
@@ -120,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             Nri__Pkg__Api__V1alpha1__SynchronizeRequest *sq =
                 nri__pkg__api__v1alpha1__synchronize_request__unpack(NULL, n, data + at);
             FUZZ_CHECK(sr, "the answer is no SynchronizeResponse");
+            FUZZ_CHECK(sr->more == more, "more %d, read as it came %d", sr->more, more);
             FUZZ_CHECK(!sq || sr->more == sq->more, "more %d for a message's %d", sr->more, sq ? sq->more : -1);
             all_valid &= sq != NULL;
             if (sq) {
@@ -135,6 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t kept = rv_nri_sync_decide(&plugin);
         FUZZ_CHECK(kept <= 4096 && (!all_valid || kept <= named), "%zu containers kept of %zu named", kept, named);
         rv_nri_sync_free(&plugin);
+        rv_nri_sync_free(&streamed);
         return 0;
     }
     if (data[0] & 1) {
@@ -159,6 +174,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         struct rv_ttrpc_msg m;
         int r;
+        uint32_t stream;
+        size_t have;
+        if (rv_ttrpc_diverted(&in, &stream)) {
+            uint8_t *out = NULL;
+            size_t out_len = 0;
+            FUZZ_CHECK(rv_nri_stream_answer(&plugin, &out, &out_len) == 0, "no answer to a streamed Synchronize");
+            check_answer("Synchronize", out, out_len);
+            free(out);
+        }
         while ((r = rv_ttrpc_next(&in, RV_MUX_PLUGIN, &m, &err)) == 1) {
             FUZZ_CHECK(m.len <= RV_TTRPC_MAX, "a message of %u bytes", m.len);
             if (m.type == RV_TTRPC_REQUEST)
@@ -166,11 +190,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (r < 0)
             break;
+        if (rv_ttrpc_partial(&in, RV_MUX_PLUGIN, &m, &have) && m.type == RV_TTRPC_REQUEST &&
+            rv_nri_stream_start(&plugin, m.data, have, m.len))
+            rv_ttrpc_divert(&in, RV_MUX_PLUGIN, rv_nri_sync_stream, &plugin);
         while ((r = rv_ttrpc_next(&in, RV_MUX_RUNTIME, &m, &err)) == 1)
             (void)rv_nri_register_result(m.data, m.len, &err);
         if (r < 0)
             break;
     }
     rv_mux_in_free(&in);
+    rv_nri_sync_free(&plugin);
     return 0;
 }

@@ -9,7 +9,10 @@
 #include "unit.h"
 #include "nri/nri_msg.h"
 #include "nri_fake.h"
+#include "resview/envvars.h"
+#include "resview/fuse.h"
 #include "resview/log.h"
+#include "resview/spec.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -517,6 +520,323 @@ static void test_calls(void)
 /* The worst requests NRI can carry answered as small ones are: only the
  * variables and annotations the edits read are copied, the first of each
  * name counting as in the shim's spec. */
+/* ---- Synchronize read as it comes (nri_sync.c's reader in pieces) ---- */
+
+/* What reading a Synchronize kept: its lists' digest, "more", the result. */
+struct kept {
+    uint64_t digest;
+    bool more;
+    int r;
+};
+
+static bool same(struct kept a, struct kept b)
+{
+    return a.digest == b.digest && a.more == b.more && a.r == b.r;
+}
+
+static struct kept kept_whole(const uint8_t *payload, size_t plen)
+{
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+    struct kept k;
+
+    k.r = rv_nri_sync_take(&p, payload, plen, &k.more);
+    k.digest = rv_nri_sync_digest(&p);
+    rv_nri_sync_free(&p);
+    return k;
+}
+
+/* The Request req (len bytes) read in pieces ending at cuts[0..n) (the
+ * last is len). */
+static struct kept kept_stream(const uint8_t *req, size_t len, const size_t *cuts, size_t n)
+{
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+    struct kept k = { 0, false, -9 };
+    size_t at = 0, plen;
+
+    if (rv_nri_sync_stream_begin(&p, len) < 0)
+        return k;
+    for (size_t i = 0; i < n; at = cuts[i++])
+        rv_nri_sync_stream(&p, req + at, cuts[i] - at);
+    k.r = rv_nri_sync_stream_end(&p, &k.more, &plen);
+    k.digest = rv_nri_sync_digest(&p);
+    rv_nri_sync_free(&p);
+    return k;
+}
+
+/* How many ways of cutting req differ from want: at every offset in two
+ * pieces, in pieces of one byte, in 200 random cuttings (pieces of 1 to
+ * 300 bytes). */
+static int cuts_differ(const uint8_t *req, size_t len, struct kept want)
+{
+    size_t *cuts = calloc(len + 1, sizeof(*cuts));
+    unsigned seed = 42;
+    int bad = 0;
+
+    if (!cuts)
+        return -1;
+    for (size_t i = 0; i <= len; i++)
+        bad += !same(kept_stream(req, len, (size_t[]){ i, len }, 2), want);
+    for (size_t i = 0; i < len; i++)
+        cuts[i] = i + 1;
+    bad += !same(kept_stream(req, len, cuts, len), want);
+    for (int round = 0; round < 200; round++) {
+        size_t n = 0;
+        for (size_t at = 0; at < len; cuts[n++] = at) {
+            seed = seed * 1103515245 + 12345;
+            at += 1 + (seed >> 16) % 300;
+            at = at < len ? at : len;
+        }
+        bad += !same(kept_stream(req, len, cuts, n), want);
+    }
+    free(cuts);
+    return bad;
+}
+
+/* A Request around payload, its fields in the order given ("smpt":
+ * service, method, payload, timeout; "M": method CreateContainer). */
+static size_t request_of(uint8_t *out, const char *order, const uint8_t *payload, size_t plen)
+{
+    uint8_t *o = out;
+
+    for (const char *f = order; *f; f++) {
+        const char *s = *f == 's' ? RV_NRI_SERVICE_PLUGIN : *f == 'm' ? "Synchronize" : "CreateContainer";
+        size_t n = *f == 'p' ? plen : strlen(s);
+        if (*f == 't') {
+            *o++ = 4 << 3;
+            *o++ = 7;
+            continue;
+        }
+        *o++ = (uint8_t)((*f == 's' ? 1 : *f == 'p' ? 3 : 2) << 3 | 2);
+        for (size_t v = n; ; v >>= 7) {
+            *o++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            if (v <= 0x7f)
+                break;
+        }
+        memcpy(o, *f == 'p' ? (const void *)payload : (const void *)s, n);
+        o += n;
+    }
+    return (size_t)(o - out);
+}
+
+static void test_sync_stream(void)
+{
+    static char big_env[5000], long_env[200], env_req[140], ann_val[100], long_id[200];
+    static char many[300][16];
+    char *env0[310], *env1[3], *env2[3];
+    nri_pod pods[3], *podp[3];
+    nri_container cs[4], *cp[4];
+    Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pa[3], *pap0[2], *pap2[1];
+    Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ca[3], *cap0[3];
+    Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+    size_t n = 0;
+
+    memset(big_env, 'b', sizeof(big_env) - 1);
+    memcpy(big_env, "BIG=", 4);
+    memset(long_env, 'l', sizeof(long_env) - 1);
+    memcpy(long_env, "RESVIEW_LXCFS=", 14);   /* too long a value: neither yes nor no */
+    snprintf(env_req, sizeof(env_req), "RESVIEW_ENV=%0120d", 1);
+    memset(ann_val, 'v', sizeof(ann_val) - 1);
+    memset(long_id, 'i', sizeof(long_id) - 1);
+    for (int i = 0; i < 300; i++) {
+        snprintf(many[i], sizeof(many[i]), "V%03d=%d", i, i);
+        env0[n++] = many[i];
+        if (i == 100)
+            env0[n++] = "RESVIEW_GOMAXPROCS=4";
+        if (i == 200)
+            env0[n++] = long_env;
+    }
+    env0[n++] = env_req;
+    env0[n++] = "RESVIEW_GOMAXPROCS=8";   /* the first of a name counts */
+    env1[0] = big_env;
+    env1[1] = "RESVIEW_FUSE=0";
+    env2[0] = "RESVIEW_LXCFS=false";
+    for (int i = 0; i < 3; i++) {
+        nri__pkg__api__v1alpha1__pod_sandbox__init(&pods[i]);
+        nri__pkg__api__v1alpha1__pod_sandbox__annotations_entry__init(&pa[i]);
+        nri__pkg__api__v1alpha1__container__annotations_entry__init(&ca[i]);
+        podp[i] = &pods[i];
+    }
+    pods[0].id = "pod0";
+    pods[0].runtime_handler = "runc";
+    pa[0].key = RV_ANN_LXCFS;
+    pa[0].value = "true";
+    pa[1].key = "io.kubernetes.pod.name";
+    pa[1].value = ann_val;
+    pap0[0] = &pa[0];
+    pap0[1] = &pa[1];
+    pods[0].annotations = pap0;
+    pods[0].n_annotations = 2;
+    pods[1].id = long_id;   /* too long: bad */
+    pods[2].id = "pod2";
+    pa[2].key = RV_ANN_ENV;
+    pa[2].value = ann_val;
+    pap2[0] = &pa[2];
+    pods[2].annotations = pap2;
+    pods[2].n_annotations = 1;
+    ca[0].key = RV_ANN_FUSE;
+    ca[0].value = "true";
+    ca[1].key = RV_ANN_GOMAXPROCS;
+    ca[1].value = "2";
+    ca[2].key = ann_val;
+    ca[2].value = "x";
+    cap0[0] = &ca[0];
+    cap0[1] = &ca[1];
+    cap0[2] = &ca[2];
+    const char *ids[4] = { "c0", "c1", "c0", long_id };
+    for (int i = 0; i < 4; i++) {
+        nri__pkg__api__v1alpha1__container__init(&cs[i]);
+        cs[i].id = (char *)ids[i];
+        cs[i].pod_sandbox_id = i == 1 ? long_id : i ? "pod2" : "pod0";
+        cs[i].state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
+        cs[i].pid = 1000u + (uint32_t)i * 70000u;
+        cp[i] = &cs[i];
+    }
+    cs[0].env = env0;
+    cs[0].n_env = n;
+    cs[0].annotations = cap0;
+    cs[0].n_annotations = 3;
+    cs[1].env = env1;
+    cs[1].n_env = 2;
+    cs[2].env = env2;
+    cs[2].n_env = 1;
+    sync.pods = podp;
+    sync.n_pods = 3;
+    sync.containers = cp;
+    sync.n_containers = 4;
+    sync.more = 1;
+
+    size_t plen = protobuf_c_message_get_packed_size(&sync.base);
+    uint8_t *payload = malloc(plen + 64), *req = malloc(plen + 400 * 1024);
+    if (!payload || !req)
+        return;
+    protobuf_c_message_pack(&sync.base, payload);
+    size_t len = request_of(req, "smpt", payload, plen);
+    struct kept want = kept_whole(payload, plen);
+    ok(want.r == 0 && want.more, "stream: the whole message read (%zu bytes)", plen);
+    ok(cuts_differ(req, len, want) == 0, "stream: the same pods, containers and requests kept, cut at every "
+       "offset, byte by byte, and in 200 random cuttings");
+
+    /* the plugin's way: frames of 700 bytes, read from the socket in two
+     * reads cut at every offset, diverted once its first fields came */
+    uint8_t *wire = malloc(len + RV_TTRPC_HDR + (len / 700 + 2) * RV_MUX_HDR), *o = wire;
+    uint8_t th[RV_TTRPC_HDR] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
+                                 0, 0, 0, 3, RV_TTRPC_REQUEST, 0 };
+    for (size_t at = 0, total = len + RV_TTRPC_HDR; at < total && wire;) {
+        size_t k = total - at < 700 ? total - at : 700;
+        uint8_t mh[RV_MUX_HDR] = { 0, 0, 0, 1, 0, 0, (uint8_t)(k >> 8), (uint8_t)k };
+        memcpy(o, mh, sizeof(mh));
+        o += sizeof(mh);
+        for (size_t i = 0; i < k; i++, at++)
+            *o++ = at < RV_TTRPC_HDR ? th[at] : req[at - RV_TTRPC_HDR];
+    }
+    size_t wlen = (size_t)(o - wire);
+    int bad = 0, streamed = 0;
+    for (size_t cut = 0; wire && cut <= wlen; cut++) {
+        struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+        struct rv_mux_in in = { 0 };
+        struct rv_error err;
+        struct kept got = { 0, false, -9 };
+        for (int part = 0; part < 2; part++) {
+            struct rv_ttrpc_msg m;
+            uint32_t stream;
+            size_t have, pl;
+            if (rv_mux_feed(&in, part ? wire + cut : wire, part ? wlen - cut : cut, &err) < 0)
+                break;
+            if (rv_ttrpc_diverted(&in, &stream)) {
+                got.r = rv_nri_sync_stream_end(&p, &got.more, &pl);
+                streamed += stream == 3;
+            }
+            if (rv_ttrpc_next(&in, RV_MUX_PLUGIN, &m, &err) == 1)
+                got.r = rv_nri_sync_take(&p, m.data + (len - 2 - plen), plen, &got.more);   /* before t */
+            if (rv_ttrpc_partial(&in, RV_MUX_PLUGIN, &m, &have) && rv_nri_stream_start(&p, m.data, have, m.len))
+                rv_ttrpc_divert(&in, RV_MUX_PLUGIN, rv_nri_sync_stream, &p);
+        }
+        got.digest = rv_nri_sync_digest(&p);
+        bad += !same(got, want) || rv_mux_mid_call(&in, RV_MUX_PLUGIN);
+        rv_nri_sync_free(&p);
+        rv_mux_in_free(&in);
+    }
+    ok(bad == 0 && streamed > 0, "stream: through NRI's frames, two reads cut at every offset of %zu bytes "
+       "(%d read as they came): the same kept (%d differ)", wlen, streamed, bad);
+    free(wire);
+
+    /* ---- hostile ---- */
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
+    len = request_of(req, "spm", payload, plen);
+    ok(!rv_nri_stream_start(&p, req, len, len), "stream: a Request whose payload precedes its method is read whole");
+    len = request_of(req, "mMsp", payload, plen);
+    ok(!rv_nri_stream_start(&p, req, len, len), "stream: one naming another method last before its payload too");
+    len = request_of(req, "smp", payload, plen);
+    ok(rv_nri_stream_start(&p, req, 50, len), "stream: Go's order, its first 50 bytes: read as it comes");
+    rv_nri_sync_free(&p);
+
+    /* the payload cut short: what came before the fault kept, as whole */
+    for (size_t cut = plen / 2; cut < plen; cut += plen / 7) {
+        len = request_of(req, "smp", payload, cut);
+        want = kept_whole(payload, cut);
+        ok(want.r == -1 && !want.more && cuts_differ(req, len, want) == 0,
+           "stream: the payload cut at %zu of %zu: as whole (a fault, no more)", cut, plen);
+    }
+    /* a container's length past its parent's end */
+    uint8_t nested[] = { 0x12, 0x08, 0x0a, 0x02, 'c', '9', 0x42, 0x20, 'A', '=' , 0x18, 1 };
+    want = kept_whole(nested, sizeof(nested));
+    len = request_of(req, "smp", nested, sizeof(nested));
+    ok(want.r == -1 && cuts_differ(req, len, want) == 0, "stream: a variable longer than its container: as whole");
+    /* the payload's length past the message's end: no Request, nothing kept */
+    len = request_of(req, "smp", payload, plen) - 10;
+    ok(kept_stream(req, len, (size_t[]){ 40, len }, 2).r == -3, "stream: a payload past the message's end: "
+       "no Synchronize (answered as no Request), nothing kept");
+    /* another method named after the payload */
+    len = request_of(req, "smpM", payload, plen);
+    ok(kept_stream(req, len, (size_t[]){ len }, 1).r == -3, "stream: another method after the payload: no "
+       "Synchronize");
+    /* two payloads: the last is the message's (protobuf's rule) */
+    len = request_of(req, "smp", nested, sizeof(nested));
+    len += request_of(req + len, "p", payload, plen);
+    want = kept_whole(payload, plen);
+    ok(cuts_differ(req, len, want) == 0, "stream: two payloads: the last read, the first's dropped");
+    /* an annotation entry of 300 KiB (its value) before the request's */
+    size_t big = 300 << 10;
+    uint8_t *b = malloc(big + 256), *w = b;
+    if (b) {
+        const char *key = RV_ANN_LXCFS;
+        size_t klen = strlen(key), elen = 2 + klen + 1 + 3 + big, clen = 4 + 1 + 3 + elen + 2 + klen + 2 + 7;
+        *w++ = 0x12;   /* a container */
+        for (size_t v = clen; ; v >>= 7) { *w++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); if (v <= 0x7f) break; }
+        memcpy(w, "\x0a\x02" "cb", 4);
+        w += 4;
+        *w++ = 0x32;   /* annotations, its value huge */
+        for (size_t v = elen; ; v >>= 7) { *w++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); if (v <= 0x7f) break; }
+        *w++ = 0x0a;
+        *w++ = (uint8_t)klen;
+        memcpy(w, key, klen);
+        w += klen;
+        *w++ = 0x12;
+        for (size_t v = big; ; v >>= 7) { *w++ = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)); if (v <= 0x7f) break; }
+        memset(w, 'y', big);
+        w += big;
+        *w++ = 0x32;   /* another entry, the request's */
+        *w++ = (uint8_t)(2 + klen + 7);
+        *w++ = 0x0a;
+        *w++ = (uint8_t)klen;
+        memcpy(w, key, klen);
+        w += klen;
+        memcpy(w, "\x12\x05" "false", 7);
+        w += 7;
+        want = kept_whole(b, (size_t)(w - b));
+        len = request_of(req, "smp", b, (size_t)(w - b));
+        int differ = 0;
+        for (size_t cut = 0; cut <= len; cut += 997)
+            differ += !same(kept_stream(req, len, (size_t[]){ cut, len }, 2), want);
+        for (size_t cut = len - 200; cut <= len; cut++)
+            differ += !same(kept_stream(req, len, (size_t[]){ cut, len }, 2), want);
+        ok(want.r == 0 && differ == 0, "stream: an annotation of 300 KiB, cut anywhere: as whole");
+        free(b);
+    }
+    free(payload);
+    free(req);
+}
+
 static void test_tenant_sized(void)
 {
     struct rv_nri_plugin p = { .cfg = &cfg, .host = &host };
@@ -1217,6 +1537,7 @@ int main(void)
 
     test_wire();
     test_calls();
+    test_sync_stream();
     test_tenant_sized();
     test_required_handlers();
     test_would_serve();
