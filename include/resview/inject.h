@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 #include "resview/lxcfs.h"
+#include "resview/viewhold.h"
 
 #define RV_VIEWS_MAX 32
 #define RV_VIEW_PATH 256
@@ -54,6 +55,9 @@ struct rv_inject {
     char holder[PATH_MAX];           /* views.sock of `resview watch`, to clone the LXCFS
                                         files from descriptors it holds (viewhold.h);
                                         "" or no answer: look them up */
+    bool have_held;                  /* held: the set, got already (the hook asks for it
+                                        before it decides to probe); taken over */
+    struct rv_viewhold held;
     bool replace_foreign;            /* detach FUSE mounts of other devices at a target */
     dev_t keep_devs[RV_KEEP_DEVS_MAX];   /* never detach these (other live LXCFS) */
     unsigned n_keep;

@@ -14,6 +14,9 @@
 /* Candidates, relative to lxcfs.root and to the container's root alike. */
 extern const char *const rv_lxcfs_candidates[];
 extern const size_t rv_lxcfs_ncandidates;
+/* The files whose read proves the daemon answers, the first it offers */
+extern const char *const rv_lxcfs_liveness[];
+extern const size_t rv_lxcfs_nliveness;
 /* Whether rel ("proc/meminfo", no leading slash) is a candidate. */
 bool rv_lxcfs_is_candidate(const char *rel);
 

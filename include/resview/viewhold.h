@@ -11,7 +11,16 @@
  * asks first and clones from what it got, and looks up what it did not get.
  * Nothing depends on it: no watch, a watch that does not answer within
  * RV_VIEWHOLD_WAIT_MS, a set of another LXCFS than the live one or a socket
- * that is not root's, and the hook looks the files up as before. */
+ * that is not root's, and the hook looks the files up as before.
+ *
+ * The set also says how long ago LXCFS last answered watch: a thread of
+ * watch reads one byte of a held file every RV_VIEWHOLD_PROBE_MS (one FUSE
+ * read; a thread that LXCFS leaves waiting just stops vouching). A hook given
+ * a set whose answer is at most RV_VIEWHOLD_FRESH_MS old asks LXCFS nothing
+ * itself: its clones and mounts of held files are no FUSE request, so a
+ * daemon that stops right then holds no start (the container's own reads
+ * wait for it, as they would had it stopped a moment later). An older answer,
+ * or none, and the hook probes LXCFS itself in its bounded child, as before. */
 #ifndef RESVIEW_VIEWHOLD_H
 #define RESVIEW_VIEWHOLD_H
 
@@ -24,11 +33,15 @@
 
 #define RV_VIEWHOLD_SOCK "views.sock"
 #define RV_VIEWHOLD_WAIT_MS 20
+#define RV_VIEWHOLD_PROBE_MS 500
+#define RV_VIEWHOLD_FRESH_MS 1500
+#define RV_VIEWHOLD_NEVER UINT32_MAX   /* answered_ms: no answer since the set was opened */
 
 /* One set, indexed as rv_lxcfs_candidates. */
 struct rv_viewhold {
     dev_t dev;                        /* the LXCFS the files are of; 0: none held */
     uint32_t absent;                  /* bit i: candidate i is not offered (ENOENT) */
+    uint32_t answered_ms;             /* LXCFS last answered watch this long ago (as sent) */
     int fd[RV_LXCFS_FILES_MAX];       /* O_PATH descriptors, -1: none */
 };
 

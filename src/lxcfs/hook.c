@@ -3,6 +3,7 @@
 #include "resview/hook.h"
 #include "resview/bounded.h"
 #include "enroot_env.h"
+#include "syscalls.h"
 #include "resview/envvars.h"
 #include "resview/limits.h"
 #include "resview/log.h"
@@ -129,15 +130,27 @@ json_t *rv_views_record(const struct rv_inject *req, const char *status, const c
     return rec;
 }
 
+/* The state on stdin, at most RV_HOOK_STATE_MAX bytes: read into room that
+ * grows as it comes (a runtime's is a few hundred bytes; a mapping of the
+ * whole 1 MiB costs an mmap, a page fault and an munmap on every start). */
 static int read_stdin(char **out, size_t *len, struct rv_error *err)
 {
-    cleanup_free char *buf = malloc(RV_HOOK_STATE_MAX + 1);
-    size_t have = 0;
+    cleanup_free char *buf = NULL;
+    size_t have = 0, cap = 0;
 
-    if (!buf)
-        return rv_fail(err, ENOMEM, "read the state");
     for (;;) {
-        ssize_t r = read(STDIN_FILENO, buf + have, RV_HOOK_STATE_MAX + 1 - have);
+        if (have == cap) {
+            size_t ncap = cap ? 2 * cap : 4096;
+            char *n;
+            if (cap == RV_HOOK_STATE_MAX + 1)
+                return rv_fail(err, 0, "state on stdin is larger than %u bytes", RV_HOOK_STATE_MAX);
+            ncap = ncap < RV_HOOK_STATE_MAX + 1 ? ncap : RV_HOOK_STATE_MAX + 1;
+            if (!(n = realloc(buf, ncap)))
+                return rv_fail(err, ENOMEM, "read the state");
+            buf = n;
+            cap = ncap;
+        }
+        ssize_t r = read(STDIN_FILENO, buf + have, cap - have);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -145,10 +158,8 @@ static int read_stdin(char **out, size_t *len, struct rv_error *err)
         if (r == 0)
             break;
         have += (size_t)r;
-        if (have > RV_HOOK_STATE_MAX)
-            return rv_fail(err, 0, "state on stdin is larger than %u bytes", RV_HOOK_STATE_MAX);
     }
-    buf[have] = '\0';
+    buf[have] = '\0';   /* have < cap: the last read had room and found the end */
     *len = have;
     *out = move_ptr(buf);
     return 0;
@@ -166,12 +177,35 @@ struct hook_job {
     enum rv_metric outcome;     /* for the node's counters (metrics.h) */
 };
 
+/* The set watch holds of the LXCFS mounted at lxcfs.root (its device from
+ * the kernel's attributes: no round trip), kept for the clones; true when
+ * watch saw that LXCFS answer within RV_VIEWHOLD_FRESH_MS: then it is live. */
+static bool vouched(struct hook_job *job)
+{
+    struct rv_inject *req = &job->req;
+    cleanup_close int fd = -1;
+    struct statx sx;
+
+    if (!req->holder[0] || req->legacy_bind ||
+        (fd = open(req->lxcfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        rv_statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) < 0)
+        return false;
+    rv_viewhold_get(req->holder, makedev(sx.stx_dev_major, sx.stx_dev_minor), &req->held);
+    req->have_held = req->held.dev != 0;
+    if (!req->have_held || req->held.answered_ms > RV_VIEWHOLD_FRESH_MS)
+        return false;
+    job->lx.live = job->lx.mounted = true;
+    job->lx.dev = req->held.dev;
+    return true;
+}
+
 /* In the bounded child: find the live LXCFS files, then inject them. */
 static int hook_child(void *arg)
 {
     struct hook_job *job = arg;
     struct rv_inject *req = &job->req;
     struct stat rs;
+    int r;
 
     /* The rootfs's identity, for a later repair even if LXCFS hangs below
      * (here: the rootfs may be on FUSE too, e.g. enroot's fuse-overlayfs). */
@@ -183,9 +217,13 @@ static int hook_child(void *arg)
         return 1;
     if (job->lxcfs_stuck)
         return 0;
-    job->probing = true;
-    rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
-    job->probing = false;
+    /* watch vouches that LXCFS answered a moment ago: ask it nothing (from
+     * here on nothing is a FUSE request: viewhold.h) */
+    if (!vouched(job)) {
+        job->probing = true;
+        rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
+        job->probing = false;
+    }
     if (!job->lx.live)
         return 0;
     req->live_dev = job->lx.dev;
@@ -200,7 +238,10 @@ static int hook_child(void *arg)
         if (job->self_served)
             return 0;
     }
-    return rv_inject_run(req) < 0 ? 1 : 0;
+    r = rv_inject_run(req) < 0 ? 1 : 0;
+    if (req->have_held)   /* not taken: it ended before the clones */
+        rv_viewhold_close(&req->held);
+    return r;
 }
 
 /* Record the views for repair: in containers/<id>/, or, for a hook that is

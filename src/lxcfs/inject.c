@@ -806,8 +806,12 @@ int rv_inject_run(struct rv_inject *req)
         goto count;
     }
     /* Clones of the LXCFS files, made here, where they are visible. */
-    if (req->holder[0] && !legacy)
+    if (req->have_held && req->held.dev == req->live_dev) {
+        held = req->held;
+        req->have_held = false;
+    } else if (req->holder[0] && !legacy) {
         rv_viewhold_get(req->holder, req->live_dev, &held);
+    }
     for (unsigned i = 0; i < req->n && !legacy; i++) {
         if (req->views[i].state != RV_VIEW_TODO)
             continue;

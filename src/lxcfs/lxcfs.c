@@ -30,8 +30,9 @@ bool rv_lxcfs_is_candidate(const char *rel)
 }
 
 /* The file whose read proves the daemon answers: small and cheap to render. */
-static const char *const liveness_order[] = { "proc/loadavg", "proc/uptime",
-                                              "sys/devices/system/cpu/online" };
+const char *const rv_lxcfs_liveness[] = { "proc/loadavg", "proc/uptime",
+                                          "sys/devices/system/cpu/online" };
+const size_t rv_lxcfs_nliveness = sizeof(rv_lxcfs_liveness) / sizeof(rv_lxcfs_liveness[0]);
 
 static bool answers(int rootfd, const char *rel, int *e)
 {
@@ -85,8 +86,8 @@ void rv_lxcfs_probe_ex(const char *root, bool list, struct rv_lxcfs *out)
         return;
     }
     /* One read proves the daemon answers (the first of these it offers). */
-    for (size_t i = 0; i < sizeof(liveness_order) / sizeof(liveness_order[0]) && !answered; i++) {
-        answered = answers(rootfd, liveness_order[i], &e);
+    for (size_t i = 0; i < rv_lxcfs_nliveness && !answered; i++) {
+        answered = answers(rootfd, rv_lxcfs_liveness[i], &e);
         if (!answered && e != ENOENT)
             break;
     }

@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAGIC 0x72766831u   /* "rvh1" */
+#define MAGIC 0x72766832u   /* "rvh2" (rvh1: no answered_ms) */
 
 /* What goes with the descriptors: which candidate each one is. */
 struct wire {
@@ -23,13 +23,14 @@ struct wire {
     uint32_t n;
     uint64_t dev;
     uint32_t absent;
+    uint32_t answered_ms;
     uint8_t idx[RV_LXCFS_FILES_MAX];
 };
 _Static_assert(RV_LXCFS_FILES_MAX <= 32, "absent is a 32-bit mask");
 
 int rv_viewhold_send(int c, const struct rv_viewhold *h)
 {
-    struct wire w = { .magic = MAGIC, .dev = h->dev, .absent = h->absent };
+    struct wire w = { .magic = MAGIC, .dev = h->dev, .absent = h->absent, .answered_ms = h->answered_ms };
     union {
         char buf[CMSG_SPACE(sizeof(int) * RV_LXCFS_FILES_MAX)];
         struct cmsghdr align;
@@ -61,6 +62,7 @@ void rv_viewhold_init(struct rv_viewhold *h)
 {
     h->dev = 0;
     h->absent = 0;
+    h->answered_ms = RV_VIEWHOLD_NEVER;
     for (unsigned i = 0; i < RV_LXCFS_FILES_MAX; i++)
         h->fd[i] = -1;
 }
@@ -121,6 +123,7 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out)
     }
     out->dev = (dev_t)w.dev;
     out->absent = w.absent;
+    out->answered_ms = w.answered_ms;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "resview/viewhold.h"
 #include "resview/bounded.h"
 #include "resview/log.h"
+#include "resview/util.h"
 #include "syscalls.h"
 
 #include <errno.h>
@@ -99,6 +100,8 @@ int rv_viewhold_open(const char *root, dev_t dev, int timeout_ms, struct rv_view
 struct rv_viewhold_server {
     pthread_mutex_t lock;
     struct rv_viewhold set;
+    unsigned gen;       /* the set's: a prober of another one no longer vouches */
+    long answered;      /* rv_now_ms() of LXCFS's last answer to the set's prober; 0 none */
     int listen;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     struct stat st;     /* the socket's inode, to remove only ours */
@@ -119,6 +122,9 @@ static void *serve(void *arg)
             return NULL;
         }
         pthread_mutex_lock(&s->lock);
+        long ago = rv_now_ms() - s->answered;
+        s->set.answered_ms = s->answered && ago >= 0 && ago < RV_VIEWHOLD_NEVER ? (uint32_t)ago
+                                                                                : RV_VIEWHOLD_NEVER;
         rv_viewhold_send(c, &s->set);   /* a client gone or slow: its loss, never ours */
         pthread_mutex_unlock(&s->lock);
         close(c);
@@ -179,13 +185,80 @@ int rv_viewhold_serve(const struct rv_config *cfg, struct rv_viewhold_server **o
     return 0;
 }
 
+struct prober {
+    struct rv_viewhold_server *s;
+    unsigned gen;
+    int fd;             /* a held file's (O_PATH), reopened to be read */
+};
+
+/* One read of a held file every RV_VIEWHOLD_PROBE_MS while its set is served
+ * (viewhold.h): each answer vouches for the set. A daemon that never answers
+ * leaves this thread waiting, and the answers age; a dead one ends it. */
+static void *probe(void *arg)
+{
+    struct prober *p = arg;
+    const struct timespec nap = { RV_VIEWHOLD_PROBE_MS / 1000, RV_VIEWHOLD_PROBE_MS % 1000 * 1000000L };
+    char path[32], c;
+    bool mine = true;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", p->fd);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    close(p->fd);
+    while (fd >= 0 && mine && pread(fd, &c, 1, 0) >= 0) {
+        pthread_mutex_lock(&p->s->lock);
+        if ((mine = p->s->gen == p->gen))
+            p->s->answered = rv_now_ms();
+        pthread_mutex_unlock(&p->s->lock);
+        if (mine)
+            nanosleep(&nap, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(p);
+    return NULL;
+}
+
+/* A prober for the set of generation gen: of the first file of the
+ * liveness order it holds. None: the set is served without answers. */
+static void start_prober(struct rv_viewhold_server *s, const struct rv_viewhold *h, unsigned gen)
+{
+    struct prober *p = NULL;
+    sigset_t all, old;
+    pthread_t t;
+    int held = -1;
+
+    for (size_t i = 0; i < rv_lxcfs_nliveness && held < 0; i++)
+        held = rv_viewhold_fd(h, rv_lxcfs_liveness[i]);
+    if (held < 0 || !(p = malloc(sizeof(*p))) || (p->fd = fcntl(held, F_DUPFD_CLOEXEC, 3)) < 0) {
+        free(p);
+        return;
+    }
+    p->s = s;
+    p->gen = gen;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (pthread_create(&t, NULL, probe, p) == 0) {
+        pthread_detach(t);
+    } else {
+        close(p->fd);
+        free(p);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void rv_viewhold_publish(struct rv_viewhold_server *s, struct rv_viewhold *h)
 {
     struct rv_viewhold old;
+    unsigned gen;
 
     pthread_mutex_lock(&s->lock);
     old = s->set;
     s->set = *h;
+    gen = ++s->gen;
+    s->answered = 0;
+    if (s->set.dev)
+        start_prober(s, &s->set, gen);
     pthread_mutex_unlock(&s->lock);
     rv_viewhold_init(h);
     rv_viewhold_close(&old);

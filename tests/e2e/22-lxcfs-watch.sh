@@ -34,12 +34,13 @@ one=0; for id in "${ids[@]}" w-late-$$ cw-late-$$; do [ "$(per_target "$id")" = 
 t_eq "watch: one LXCFS mount per target in all eight" "$one" "8"
 t_ok "watch: still running" kill -0 $WATCH
 
-# 3. A hung LXCFS (stopped): the hook gives up within its bound and the
-#    container starts with host values; recorded for a later repair. No
-#    mount event announces that LXCFS answers again: watch notices through
-#    its periodic look (--interval), then repairs.
+# 3. A hung LXCFS (stopped), its last answer to watch older than 1.5 s: the
+#    hook probes LXCFS itself, gives up within its bound and the container
+#    starts with host values; recorded for a later repair. No mount event
+#    announces that LXCFS answers again: watch notices through its periodic
+#    look (--interval), then repairs.
 kill -STOP "$LXCFS_PID"
-t_cleanup "kill -CONT $LXCFS_PID"
+sleep 2
 rv_bundle "$T/hung" ".process.args = [\"/bin/sh\", \"-c\", \"grep MemTotal /proc/meminfo\"] | $LIMITS"
 out=$(run_shim runc "hung-$$" "$T/hung" 2>&1); rc=$?
 t_eq "hung LXCFS: container starts" "$rc" "0"
@@ -54,6 +55,33 @@ hung_dropped() { [ ! -e "$T/state/containers/hung-$$" ]; }
 t_ok "watch: the record of the exited container is dropped" wait_for 30 hung_dropped
 t_contains "watch: says what it repaired" "$(cat "$T/watch.out")" "repaired hw-$$"
 t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-$$"
+
+# 4. LXCFS stops right after it answered watch (its prober reads a held file
+#    every 0.5 s): the hook, given watch's set and its answer of a moment
+#    ago, asks LXCFS nothing; its clones and mounts of held files are no
+#    FUSE request, so the start is not held: the container runs with its
+#    views, and what it reads waits for LXCFS (as it would had LXCFS stopped
+#    a moment later). Said by the log line "M cloned from files watch holds"
+#    (runc: crun runs here in a namespace of its own, tests/lib/crun-v1).
+SOCK=$T/state/views.sock
+held_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*(\([0-9]*\) cloned from files watch holds).*/\1/p'; }
+fresh() { [ "$(python3 -c 'import socket,struct,sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
+print(struct.unpack_from("=IIQII", d)[4])' "$SOCK")" -le 300 ]; }
+wait_for 5 fresh
+kill -STOP "$LXCFS_PID"
+t0=$(date +%s%N)
+start_bg vh-$$; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+t_eq "stopped after its answer: the container starts" "$rc" "0"
+t_ok "stopped after its answer: the start is not held ($ms ms)" test "$ms" -lt 2500
+t_eq "stopped after its answer: every view mounted from held files" "$(held_of vh-$$)" "$NV"
+inside vh-$$ head -c 9 /proc/meminfo >"$T/vh.out" & reader=$!
+sleep 0.5
+t_ok "stopped after its answer: a read inside waits for LXCFS" kill -0 $reader
+kill -CONT "$LXCFS_PID"
+wait $reader
+t_eq "stopped after its answer: the read completes once LXCFS runs" "$(cat "$T/vh.out")" "MemTotal:"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"

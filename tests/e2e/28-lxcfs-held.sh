@@ -70,8 +70,8 @@ s.bind(path); os.chmod(path, 0o666)
 os.setuid(uid)
 s.listen(8)
 null = os.open("/dev/null", os.O_PATH)
-# viewhold.c's wire: magic, n, dev, absent, idx[16], padding
-wire = struct.pack("=IIQI16B4x", 0x72766831, 3, dev, 0, 0, 1, 2, *([0] * 13))
+# viewhold.c's wire: magic, n, dev, absent, answered_ms (0: a fresh answer), idx[16]
+wire = struct.pack("=IIQII16B", 0x72766832, 3, dev, 0, 0, 0, 1, 2, *([0] * 13))
 while True:
     c, _ = s.accept()
     try:   # the hook may hang up first: it checks who listens

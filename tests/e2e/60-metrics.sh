@@ -90,10 +90,12 @@ seen "watch saw it come back on a new mount" resview_lxcfs_restarts_total 1
 t_ok "the container got its views" wait_for 20 sh -c "[ \"\$(runc --root $T/runc-root exec down-$$ grep MemTotal /proc/meminfo | awk '{print \$2}')\" = 524288 ]"
 seen "watch's repairs counted (the three running containers)" 'resview_repair_containers_total{result="repaired"}' 3
 
-# 5. LXCFS hung (stopped): a start without views, reason lxcfs_hung; a scrape
-#    is not slowed by it (it never asks LXCFS)
+# 5. LXCFS hung (stopped; its last answer to watch's prober older than
+#    1.5 s, so the hook asks it itself: viewhold.h): a start without views,
+#    reason lxcfs_hung; a scrape is not slowed by it (it never asks LXCFS)
 kill -STOP "$LXCFS_PID"
 t_cleanup "kill -CONT $LXCFS_PID"
+sleep 2
 start_bg hung-$$
 seen "LXCFS hung: without views, reason lxcfs_hung" "$(views no lxcfs_hung)" 1
 slow=0
