@@ -26,42 +26,49 @@ struct rv_var {
     bool enabled;
 };
 
+/* A path in the configuration: a longer one is refused (a warning; the
+ * default stays), never cut. Not PATH_MAX: every process of ours loads the
+ * configuration on its hot path, and each page of it touched first costs a
+ * page fault (~10 us on a VM); PATH_MAX fields made it 19 pages. */
+#define RV_CFG_PATH 1024
+
 struct rv_config {
-    char path[PATH_MAX];          /* file read, "" when built-in defaults only */
+    /* scalars first, then strings: what the defaults write shares pages */
     bool from_env;                /* path came from $RESVIEW_CONFIG */
-    char runtimes[RV_MAX_RUNTIMES][PATH_MAX];
     int n_runtimes;
-    char log_file[PATH_MAX];
     enum rv_level log_level;
     unsigned log_max_mib;         /* the log past this: renamed to FILE.old (log.c) */
-    char hook_path[PATH_MAX];
-    char hook_stage[16];          /* "prestart" | "createRuntime" */
-    char lxcfs_root[PATH_MAX];
     bool lxcfs_required;
-    char state_dir[PATH_MAX];     /* /run/resview; this process's own (below) */
-    char host_state_dir[PATH_MAX];   /* state_dir as configured, root's: users/, watch's socket */
     bool env_enabled;
     enum rv_rounding rounding;
-    struct rv_var vars[RV_MAX_VARS];
     int n_vars;
     bool fuse_allowed;            /* the master switch (false) */
     bool fuse_allow_other;        /* FUSE mounts may use allow_other (false) */
     unsigned fuse_max_mounts;     /* FUSE file systems per container (RV_FUSE_MAX_MOUNTS_DEFAULT) */
     unsigned fuse_max_mounts_node;   /* ... on the node, all brokers (RV_FUSE_MAX_MOUNTS_NODE_DEFAULT) */
-    char fuse_namespaces[RV_MAX_FUSE_NAMESPACES][64];   /* Kubernetes namespaces; none = any */
     int n_fuse_namespaces;
-    char seccomp_profile[PATH_MAX]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
-    char gpu_runtime[PATH_MAX];   /* gpu.runtime: NVIDIA's runtime, next for GPU containers; "" none */
     bool gpu_all;                 /* gpu.containers "all": every container goes through it ("gpu") */
+    int n_nri_handlers;
+    int n_warnings;
+    char hook_stage[16];          /* "prestart" | "createRuntime" */
+    struct rv_var vars[RV_MAX_VARS];
     /* nri.runtime_handlers: the pods' runtime handlers the NRI plugin serves
      * ("" the runtime's default; runc-type ones by default) */
     char nri_handlers[RV_MAX_NRI_HANDLERS][64];
-    int n_nri_handlers;
     /* metrics.address: where `resview watch` serves GET /metrics ("" off) */
     char metrics_address[128];
+    char path[RV_CFG_PATH];       /* file read, "" when built-in defaults only */
+    char runtimes[RV_MAX_RUNTIMES][RV_CFG_PATH];
+    char log_file[RV_CFG_PATH];
+    char hook_path[RV_CFG_PATH];
+    char lxcfs_root[RV_CFG_PATH];
+    char state_dir[RV_CFG_PATH];  /* /run/resview; this process's own (below) */
+    char host_state_dir[RV_CFG_PATH];   /* state_dir as configured, root's: users/, watch's socket */
+    char seccomp_profile[RV_CFG_PATH]; /* fuse.seccomp_profile; "" = discover (fuse.h) */
+    char gpu_runtime[RV_CFG_PATH];   /* gpu.runtime: NVIDIA's runtime, next for GPU containers; "" none */
+    char fuse_namespaces[RV_MAX_FUSE_NAMESPACES][64];   /* Kubernetes namespaces; none = any */
     /* Unknown keys and wrong types: reported, never fatal. */
     char warnings[RV_MAX_WARNINGS][256];
-    int n_warnings;
 };
 
 /* Built-in defaults. */
