@@ -60,6 +60,12 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out);
  * set of live_dev from a root process, each descriptor a regular file of
  * that device; else out holds nothing. Waits RV_VIEWHOLD_WAIT_MS at most. */
 void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out);
+/* The same in two steps, so that the holder answers while the caller works
+ * on (the hook asks as it starts, takes in its bounded child): ask connects
+ * (-1: nothing to take); take receives from it and closes it (c -1: out
+ * holds nothing). */
+int rv_viewhold_ask(const char *sock);
+void rv_viewhold_take(int c, dev_t live_dev, struct rv_viewhold *out);
 
 /* `resview watch`'s side: open the candidates of the LXCFS at root (device
  * dev) in a bounded child (lookups may block on a hung daemon). */

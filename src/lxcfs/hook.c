@@ -174,6 +174,7 @@ struct hook_job {
     int self_served;            /* rv_lxcfs_ns_check(): nonzero, no views (self_why) */
     char self_why[320];
     bool hung;                  /* LXCFS did not answer in time (else: down) */
+    int ask;                    /* asked watch for its set (rv_viewhold_ask); -1 not */
     enum rv_metric outcome;     /* for the node's counters (metrics.h) */
 };
 
@@ -186,11 +187,13 @@ static bool vouched(struct hook_job *job)
     cleanup_close int fd = -1;
     struct statx sx;
 
-    if (!req->holder[0] || req->legacy_bind ||
+    if (job->ask < 0 || req->legacy_bind ||
         (fd = open(req->lxcfs_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         rv_statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) < 0)
         return false;
-    rv_viewhold_get(req->holder, makedev(sx.stx_dev_major, sx.stx_dev_minor), &req->held);
+    /* asked as the hook started: by now watch has answered (its descriptor
+     * is our 3, rv_run_bounded_fd) */
+    rv_viewhold_take(3, makedev(sx.stx_dev_major, sx.stx_dev_minor), &req->held);
     req->have_held = req->held.dev != 0;
     if (!req->have_held || req->held.answered_ms > RV_VIEWHOLD_FRESH_MS)
         return false;
@@ -362,15 +365,18 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     struct rv_error err = { 0 };
     bool stale;
     pid_t stuck = rv_state_lxcfs_stuck(cfg, &stale);
-    int status;
+    int status, r;
 
     for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
         rv_inject_add(&job->req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
     /* an earlier hook's probe still waits for LXCFS: so would ours (the child
      * then only notes the rootfs) */
     job->lxcfs_stuck = stuck != 0;
-    snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir, RV_VIEWHOLD_SOCK);
-    if (rv_run_bounded(hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err) < 0) {
+    r = rv_run_bounded_fd(0, job->ask, hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err);
+    if (job->ask >= 0)
+        close(job->ask);
+    job->ask = -1;
+    if (r < 0) {
         job->req.n_failed = job->req.n;
         job->hung = job->probing;
         if (job->lx.live)
@@ -536,7 +542,15 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
         return 1;
     }
     job->root_path = root_path;
+    /* watch's set asked for now, taken in the bounded child: watch answers
+     * meanwhile (viewhold.h) */
+    if (rv_snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir,
+                    RV_VIEWHOLD_SOCK) < 0)
+        job->req.holder[0] = '\0';
+    job->ask = rv_viewhold_ask(job->req.holder);
     r = mode(cfg, job);
+    if (job->ask >= 0)   /* not taken: no views to mount */
+        close(job->ask);
     rv_shared_free(job, sizeof(*job));
     return r;
 }

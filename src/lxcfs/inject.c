@@ -637,12 +637,14 @@ static int open_src_tree(int lxroot, const char *src, struct src_dirs *d,
     return rv_open_tree(dfd, slash ? slash + 1 : src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 }
 
+/* seen: the target's descriptor from the first look, with nothing on it
+ * (taken over; -1: resolve it here) */
 static void inject_one(struct rv_inject *req, struct walk_ctx *w, struct rv_view *v, int rootfd,
-                       int procfd, int tree)
+                       int procfd, int tree, int seen)
 {
     for (unsigned round = 0; round <= STALE_ROUNDS; round++) {
         int what = 0;
-        cleanup_close int fd = target_open(req, w, rootfd, v, &what);
+        cleanup_close int fd = round == 0 && seen >= 0 ? seen : target_open(req, w, rootfd, v, &what);
 
         if (fd < 0)
             return;
@@ -706,7 +708,7 @@ int rv_inject_run(struct rv_inject *req)
 {
     char path[64];
     cleanup_close int piddir = -1, nsfd = -1, rootfd = -1, procfd = -1, lxroot = -1;
-    int trees[RV_VIEWS_MAX];
+    int trees[RV_VIEWS_MAX], seen[RV_VIEWS_MAX];
     unsigned long long start;
     /* Private: a clone of LXCFS's mount is its peer where that mount is
      * shared (every mount is, on a systemd host), and a mount the tenant
@@ -729,7 +731,7 @@ int rv_inject_run(struct rv_inject *req)
     rv_viewhold_init(&held);
     walk_ctx_init(&w);
     for (unsigned i = 0; i < req->n; i++)
-        trees[i] = -1;
+        trees[i] = seen[i] = -1;
     /* Pin the process: everything below goes through this /proc/PID directory. */
     snprintf(path, sizeof(path), "/proc/%d", (int)req->pid);
     piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -779,7 +781,8 @@ int rv_inject_run(struct rv_inject *req)
     }
     /* Look at every target from here first: a live view already there needs
      * nothing, and a clone made for nothing costs an RCU grace period when
-     * its fd is closed. */
+     * its fd is closed. A target with nothing on it is kept for the mount:
+     * resolved inside the root, it is the container's wherever we are. */
     for (unsigned i = 0; i < req->n; i++) {
         struct rv_view *v = &req->views[i];
         cleanup_close int fd = -1;
@@ -797,6 +800,8 @@ int rv_inject_run(struct rv_inject *req)
             view_set(v, RV_VIEW_PRESENT, NULL);
         else if (what >= 0)
             work = true;
+        if (what == 0)
+            seen[i] = move_fd(fd);
     }
     if (!work)
         goto count;
@@ -842,7 +847,7 @@ int rv_inject_run(struct rv_inject *req)
     for (unsigned i = 0; i < req->n && r == 0; i++) {
         struct rv_view *v = &req->views[i];
         if (v->state == RV_VIEW_TODO && (legacy || trees[i] >= 0))
-            inject_one(req, &w, v, rootfd, procfd, legacy ? -1 : trees[i]);
+            inject_one(req, &w, v, rootfd, procfd, legacy ? -1 : trees[i], move_fd(seen[i]));
         if (req->refused)
             r = -1;
     }
@@ -855,6 +860,8 @@ count:
     for (unsigned i = 0; i < req->n; i++) {
         if (trees[i] >= 0)
             close(trees[i]);
+        if (seen[i] >= 0)
+            close(seen[i]);
         switch (req->views[i].state) {
         case RV_VIEW_MOUNTED: req->n_mounted++; break;
         case RV_VIEW_PRESENT: req->n_present++; break;

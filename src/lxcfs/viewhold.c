@@ -127,7 +127,7 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out)
     return 0;
 }
 
-void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out)
+int rv_viewhold_ask(const char *sock)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct timeval tv = { 0, RV_VIEWHOLD_WAIT_MS * 1000 };
@@ -135,19 +135,27 @@ void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out)
     socklen_t len = sizeof(cred);
     cleanup_close int c = -1;
 
-    rv_viewhold_init(out);
-    if (!live_dev || rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock) < 0)
-        return;
+    if (!sock[0] || rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock) < 0)
+        return -1;
     c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c < 0 || setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
         connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0 ||
-        rv_viewhold_recv(c, out) < 0)
+        getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0)
+        return -1;
+    return move_fd(c);
+}
+
+void rv_viewhold_take(int c, dev_t live_dev, struct rv_viewhold *out)
+{
+    rv_viewhold_init(out);
+    if (c < 0)
         return;
-    if (out->dev != live_dev) {
+    if (!live_dev || rv_viewhold_recv(c, out) < 0 || out->dev != live_dev) {
         rv_viewhold_close(out);
+        close(c);
         return;
     }
+    close(c);
     /* each one a regular file of the live LXCFS (the kernel's attributes: no
      * round trip) */
     for (unsigned i = 0; i < RV_LXCFS_FILES_MAX; i++) {
@@ -162,3 +170,7 @@ void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out)
     }
 }
 
+void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out)
+{
+    rv_viewhold_take(live_dev ? rv_viewhold_ask(sock) : -1, live_dev, out);
+}
