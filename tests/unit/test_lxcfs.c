@@ -3,6 +3,7 @@
 #include "resview/inject.h"
 #include "resview/lxcfs.h"
 #include "resview/proc.h"
+#include "resview/viewhold.h"
 #include "unit.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,6 +151,36 @@ int main(void)
         ok(!rv_inject_walkable("overlay") && !rv_inject_walkable("fuse") && !rv_inject_walkable("fuse.lxcfs") &&
            !rv_inject_walkable("fuseblk") && !rv_inject_walkable("nfs") && !rv_inject_walkable(""),
            "walkable: never FUSE, overlay, a network or unknown file system");
+    }
+    /* watch's set on the wire (viewhold.h): the descriptors in their places,
+     * the age of LXCFS's last answer with them; a take checks each one */
+    {
+        struct rv_viewhold h, got;
+        struct stat fst;
+        int sp[2];
+        ok(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0 && stat("/", &fst) == 0,
+           "viewhold: a socket pair");
+        rv_viewhold_init(&h);
+        ok(h.answered_ms == RV_VIEWHOLD_NEVER, "viewhold: a new set has no answer");
+        h.dev = 1;
+        h.answered_ms = 123;
+        h.absent = 1u << 2;
+        h.fd[1] = open("/dev/null", O_PATH | O_CLOEXEC);
+        h.fd[4] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ok(rv_viewhold_send(sp[0], &h) == 0 && rv_viewhold_recv(sp[1], &got) == 0 && got.dev == 1 &&
+           got.answered_ms == 123 && got.absent == 1u << 2 && got.fd[1] >= 0 && got.fd[4] >= 0 &&
+           got.fd[0] < 0 && got.fd[2] < 0, "viewhold: a set with its answer's age, each descriptor in place");
+        rv_viewhold_close(&got);
+        h.dev = fst.st_dev;
+        ok(rv_viewhold_send(sp[0], &h) == 0, "viewhold: sent again");
+        rv_viewhold_take(sp[1], fst.st_dev, &got);
+        ok(got.dev == fst.st_dev && got.fd[1] < 0 && got.fd[4] < 0 && got.answered_ms == 123,
+           "viewhold: take keeps no descriptor that is not a regular file of the device (/dev/null, a directory)");
+        rv_viewhold_close(&got);
+        rv_viewhold_take(-1, fst.st_dev, &got);
+        ok(got.dev == 0 && got.answered_ms == RV_VIEWHOLD_NEVER, "viewhold: nothing asked, nothing taken");
+        rv_viewhold_close(&h);
+        close(sp[0]);
     }
     return unit_done();
 }
