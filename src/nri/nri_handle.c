@@ -144,26 +144,31 @@ static int synchronize(struct rv_nri_plugin *p, const uint8_t *data, size_t len,
     return sync_answer(r, more, len, out, out_len);
 }
 
-/* Whether buf is a ttrpc Request for the Plugin service's Synchronize, read
- * in place (*payload: into buf): its payload, the runtime's every container
- * with its whole environment, is never copied. A request this does not
- * recognize goes through the unpack as any other. */
-static bool sync_request(const uint8_t *buf, size_t len, const uint8_t **payload, size_t *plen)
+/* Whether buf is a ttrpc Request for the Plugin service's Synchronize (the
+ * last service and method it names), read in place (*payload: its last
+ * payload, into buf): the runtime's every container with its whole
+ * environment is never copied. head: buf holds the Request's first bytes
+ * only, read up to its payload's key, which must be there, with both names
+ * before it (the Synchronize that is read as it comes). A request this does
+ * not recognize goes through the unpack as any other. */
+static bool sync_request(const uint8_t *buf, size_t len, bool head, const uint8_t **payload, size_t *plen)
 {
-    const uint8_t *p = buf, *end = buf + len, *data, *svc = NULL, *method = NULL;
-    uint64_t k, n, svc_len = 0, method_len = 0;
+    const uint8_t *p = buf, *end = buf + len, *data;
+    uint64_t k, n;
+    bool svc = false, method = false;
 
     *payload = NULL;
     *plen = 0;
     while (p < end) {
+        const uint8_t *at = p;
+        if (head && rv_pb_varint(&at, end, &k) == 0 && k == (3 << 3 | 2))
+            return svc && method;
         if (rv_pb_next_field(&p, end, &k, &data, &n) < 0)
             return false;
         if (k == (1 << 3 | 2)) {
-            svc = data;
-            svc_len = n;
+            svc = n == strlen(RV_NRI_SERVICE_PLUGIN) && memcmp(data, RV_NRI_SERVICE_PLUGIN, n) == 0;
         } else if (k == (2 << 3 | 2)) {
-            method = data;
-            method_len = n;
+            method = n == 11 && memcmp(data, "Synchronize", 11) == 0;
         } else if (k == (3 << 3 | 2)) {
             *payload = data;
             *plen = (size_t)n;
@@ -171,39 +176,15 @@ static bool sync_request(const uint8_t *buf, size_t len, const uint8_t **payload
             return false;   /* a wire type protobuf-c refuses: refused there */
         }
     }
-    return svc && method && svc_len == strlen(RV_NRI_SERVICE_PLUGIN) &&
-           memcmp(svc, RV_NRI_SERVICE_PLUGIN, svc_len) == 0 && method_len == 11 &&
-           memcmp(method, "Synchronize", 11) == 0;
-}
-
-/* Whether buf's first have bytes are a Request's fields up to its payload,
- * naming Plugin's service and Synchronize (the last of each so far). */
-static bool sync_head(const uint8_t *buf, size_t have)
-{
-    const uint8_t *p = buf, *end = buf + have, *data;
-    uint64_t k, n;
-    bool svc = false, method = false;
-
-    while (p < end) {
-        const uint8_t *at = p;
-        if (rv_pb_varint(&p, end, &k) < 0)
-            return false;
-        if (k == (3 << 3 | 2))
-            return svc && method;
-        p = at;
-        if (rv_pb_next_field(&p, end, &k, &data, &n) < 0 || (k >> 3 >= 1 && k >> 3 <= 3 && (k & 7) != 2))
-            return false;
-        if (k == (1 << 3 | 2))
-            svc = n == strlen(RV_NRI_SERVICE_PLUGIN) && memcmp(data, RV_NRI_SERVICE_PLUGIN, n) == 0;
-        else if (k == (2 << 3 | 2))
-            method = n == 11 && memcmp(data, "Synchronize", 11) == 0;
-    }
-    return false;
+    return !head && svc && method;
 }
 
 bool rv_nri_stream_start(struct rv_nri_plugin *p, const uint8_t *req, size_t have, size_t len)
 {
-    return sync_head(req, have) && rv_nri_sync_stream_begin(p, len) == 0;
+    const uint8_t *payload;
+    size_t plen;
+
+    return sync_request(req, have, true, &payload, &plen) && rv_nri_sync_stream_begin(p, len) == 0;
 }
 
 int rv_nri_stream_answer(struct rv_nri_plugin *p, uint8_t **out, size_t *out_len)
@@ -339,7 +320,7 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8
     char msg[256];
     int rc;
 
-    if (sync_request(buf, len, &payload, &plen))
+    if (sync_request(buf, len, false, &payload, &plen))
         return synchronize(p, payload, plen, out, out_len);
     Ttrpc__Request *req = ttrpc__request__unpack(&call_alloc, len, buf);
     if (!req) {
