@@ -64,7 +64,6 @@ t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-
 #    a moment later). Said by the log line "M cloned from files watch holds"
 #    (runc: crun runs here in a namespace of its own, tests/lib/crun-v1).
 SOCK=$T/state/views.sock
-held_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*(\([0-9]*\) cloned from files watch holds).*/\1/p'; }
 fresh() { [ "$(python3 -c 'import socket,struct,sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
 print(struct.unpack_from("=IIQII", d)[4])' "$SOCK")" -le 300 ]; }

@@ -13,8 +13,7 @@ source "$(dirname "$0")/../lib/lxcfs-helpers.sh"
 SOCK=$T/state/views.sock
 lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not start"; exit 1; }
 
-# the hook's own count: "N mounted (M cloned from files watch holds)"
-held_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*(\([0-9]*\) cloned from files watch holds).*/\1/p'; }
+# the hook's own count: "N mounted (M cloned from files watch holds)"; held_of: M (lxcfs-helpers.sh)
 mounted_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*LXCFS views: \([0-9]*\) mounted.*/\1/p'; }
 # start ID: a container through the shim; passes when it reads its limit
 start_reads_limit() { start_bg "$1" && [ "$(mem_inside "$1")" = 524288 ]; }

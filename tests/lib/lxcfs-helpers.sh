@@ -18,6 +18,8 @@ pid_of() { $(rt_cmd "$(rt_of "$1")") state "$1" | jq -r .pid; }
 # cgroup, which is what LXCFS answers for).
 inside() { local id=$1; shift; $(rt_cmd "$(rt_of "$id")") exec "$id" "$@" 2>&1; }
 mem_inside() { inside "$1" grep MemTotal /proc/meminfo | awk '{print $2}'; }
+# the hook's own count in the log: "N mounted (M cloned from files watch holds)"
+held_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*(\([0-9]*\) cloned from files watch holds).*/\1/p'; }
 # LXCFS file mounts in the container's mount table
 views_of() { grep fuse.lxcfs "/proc/$(pid_of "$1")/mountinfo" | awk '$4 != "/" {print $5}'; }
 # distinct counts of LXCFS mounts per target: "1 " when nothing is stacked
