@@ -36,14 +36,24 @@ ARMS=()
 printf 'int main(void) { return 0; }\n' >"$T/noop.c"
 musl-gcc -static -O2 -o "$T/noop-musl" "$T/noop.c" || exit 1
 jq --arg t "$T/noop-musl" '.runtimes = [$t]' "$T/config.json" >"$T/cfg-noop.json"
+# The floor (views-mounts+X): X binds the same LXCFS files itself from the
+# spec's mounts, each private, as a Kubernetes webhook's hostPath volumes have
+# containerd write them; no hook, no shim.
+VIEWS='[["proc/cpuinfo", "/proc/cpuinfo"], ["proc/meminfo", "/proc/meminfo"], ["proc/stat", "/proc/stat"],
+        ["proc/uptime", "/proc/uptime"], ["proc/loadavg", "/proc/loadavg"], ["proc/swaps", "/proc/swaps"],
+        ["proc/diskstats", "/proc/diskstats"], ["proc/slabinfo", "/proc/slabinfo"],
+        ["sys/devices/system/cpu/online", "/sys/devices/system/cpu/online"]]'
 for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc resview-nowatch+runc \
-           nri-hook+runc crun glibc-exec+crun musl-exec+crun resview+crun; do
+           nri-hook+runc views-mounts+runc crun glibc-exec+crun musl-exec+crun resview+crun views-mounts+crun; do
     mkdir -p "$T/run/bundle-$arm"
     rv_rootfs "$T/run/bundle-$arm/rootfs"
     rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
     case $arm in
         noop-hook+*) jq --arg h "$T/noop-musl" '.hooks.prestart = [{path: $h}]' "$T/run/bundle-$arm/config.json" ;;
         resview-noviews+*) jq '.annotations["resview.io/lxcfs"] = "false"' "$T/run/bundle-$arm/config.json" ;;
+        views-mounts+*) jq --arg lx "$LXCFS_DIR" --argjson v "$VIEWS" '.mounts += [$v[] |
+                            {destination: .[1], type: "bind", source: "\($lx)/\(.[0])", options: ["rbind", "rprivate", "ro"]}]' \
+                            "$T/run/bundle-$arm/config.json" ;;
         # NRI mode: what containerd writes from the plugin's adjustment (the
         # shim's own edit: the variables and the hook entry), run by plain runc
         nri-hook+*) RESVIEW_CONFIG=$T/cfg-noop.json "$SHIM" create --bundle "$T/run/bundle-$arm" nri-edit >/dev/null &&
@@ -62,6 +72,7 @@ echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's c
 echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed; resview-nowatch+runc: without it (the hook looks them up)"
 echo "   nri-hook+runc: NRI mode, the spec as containerd writes it from the plugin's answer (variables, hook) run by plain runc;"
 echo "   NRI mode's whole start = this + the plugin's answer (tests/bench.d/nri.sh)"
+echo "   views-mounts+X: the floor, X binding the same nine LXCFS files from the spec's mounts (a webhook's way; no bound on a hung LXCFS)"
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
@@ -71,10 +82,12 @@ echo "   NRI mode's whole start = this + the plugin's answer (tests/bench.d/nri.
     "resview-noviews+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r10|runc --root $T/r10" \
     "resview-nowatch+runc=RESVIEW_CONFIG=$T/cfg-runc-nowatch.json $SHIM --root $T/r11|runc --root $T/r11" \
     "nri-hook+runc=runc --root $T/r12" \
+    "views-mounts+runc=runc --root $T/r13" \
     "crun=$CRUN_V1 --root $T/r3" \
     "glibc-exec+crun=$T/passthrough-glibc $CRUN_V1 --root $T/r6|$CRUN_V1 --root $T/r6" \
     "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \
-    "resview+crun=RESVIEW_CONFIG=$T/cfg-crun.json $SHIM --root $T/r4|$CRUN_V1 --root $T/r4" || exit 1
+    "resview+crun=RESVIEW_CONFIG=$T/cfg-crun.json $SHIM --root $T/r4|$CRUN_V1 --root $T/r4" \
+    "views-mounts+crun=$CRUN_V1 --root $T/r14" || exit 1
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # No-ops and the two binaries, static musl, static glibc and dynamic glibc.

@@ -75,3 +75,14 @@ for n in med:
     for floor in [f for f in med if f.endswith("exec+" + base)]:
         print("%-14s over %-16s: %+.2f ms median (%s's own work beyond one exec per call)"
               % (n, floor, med[n] - med[floor], wrapper))
+# In units of a bare exec in front of the runtime (musl-exec+X over X: one
+# static no-op per call), so that the day's speed cancels out: the way to the
+# views against the floor, X binding them itself from the spec's mounts.
+for base in [b for b in med if "+" not in b]:
+    unit, floor = med.get("musl-exec+" + base, 0) - med[base], "views-mounts+" + base
+    if unit <= 0 or floor not in med:
+        continue
+    print("in bare execs of %s (%.2f ms), over %s binding the views itself (%s, %+.2f ms over %s):"
+          % (base, unit, base, floor, med[floor] - med[base], base))
+    for n in [n for n in med if n.endswith("+" + base) and n.split("+")[0] in ("resview", "nri-hook")]:
+        print("    %-22s %+.2f ms = %.2f bare execs" % (n, med[n] - med[floor], (med[n] - med[floor]) / unit))
