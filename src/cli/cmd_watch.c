@@ -133,17 +133,23 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
         } else if (lx.live) {
             waiting = false;
             if (interval && rv_now_ms() >= next_sweep) {
+                /* quiet unless it changed something: then what, as the
+                 * repair after LXCFS's return says it */
                 struct rv_repair_stats st;
-                FILE *quiet = fopen("/dev/null", "w");
-                if (quiet && rv_repair(cfg, &o, &st, quiet, &err) == 0 &&
+                char *said = NULL;
+                size_t n_said = 0;
+                FILE *quiet = open_memstream(&said, &n_said);
+                if (quiet && rv_repair(cfg, &o, &st, quiet, &err) == 0 && fflush(quiet) == 0 &&
                     (st.repaired || st.failed || st.dropped)) {
                     stamp(ts, sizeof(ts));
+                    fwrite(said, 1, n_said, stdout);
                     printf("%s sweep: scanned %u, repaired %u, failed %u, dropped %u\n", ts,
                            st.scanned, st.repaired, st.failed, st.dropped);
                     fflush(stdout);
                 }
                 if (quiet)
                     fclose(quiet);
+                free(said);
             }
         } else {
             /* mounted but not answering yet: look again soon; gone: wait for a mount */
