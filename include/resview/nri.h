@@ -115,6 +115,11 @@ struct rv_nri_plugin {
     struct rv_nri_sync *sync;       /* Synchronize's containers to look at (nri_sync.c) */
     bool sync_ready;                /* its last message came: start once answered */
     int lock_fd;                    /* the instance's lock (closed in children) */
+    /* The views given at StartContainer instead of by a hook (nri_plugin.c;
+     * NULL: always the hook): whether they can be now (watch holds the LXCFS
+     * files), and giving them (hook.h rv_hook_views_started). */
+    bool (*start_views_ok)(const struct rv_nri_plugin *p);
+    int (*start_views)(const struct rv_nri_plugin *p, const char *id, pid_t pid);
 };
 
 /* One request of the runtime (the ttrpc Request envelope as received) to

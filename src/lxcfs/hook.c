@@ -175,6 +175,8 @@ struct hook_job {
     char self_why[320];
     bool hung;                  /* LXCFS did not answer in time (else: down) */
     int ask;                    /* asked watch for its set (rv_viewhold_ask); -1 not */
+    bool vouch_only;            /* no probe of our own: views only where watch vouches */
+    int timeout_ms;             /* the bounded child's; 0: RV_HOOK_TIMEOUT_MS */
     enum rv_metric outcome;     /* for the node's counters (metrics.h) */
 };
 
@@ -218,11 +220,16 @@ static int hook_child(void *arg)
     }
     if (rv_inject_check_host_ns(req) < 0)
         return 1;
-    if (job->lxcfs_stuck)
+    if (job->lxcfs_stuck && !job->vouch_only)   /* (vouch_only probes nothing) */
         return 0;
     /* watch vouches that LXCFS answered a moment ago: ask it nothing (from
      * here on nothing is a FUSE request: viewhold.h) */
     if (!vouched(job)) {
+        if (job->vouch_only) {
+            snprintf(job->lx.why, sizeof(job->lx.why), "`resview watch` does not vouch for the LXCFS "
+                     "at `%s` (no answer from it within %d ms)", req->lxcfs_root, RV_VIEWHOLD_FRESH_MS);
+            return 0;
+        }
         job->probing = true;
         rv_lxcfs_probe_ex(req->lxcfs_root, false, &job->lx);
         job->probing = false;
@@ -372,7 +379,8 @@ static int run_views(const struct rv_config *cfg, const char *id, struct hook_jo
     /* an earlier hook's probe still waits for LXCFS: so would ours (the child
      * then only notes the rootfs) */
     job->lxcfs_stuck = stuck != 0;
-    r = rv_run_bounded_fd(0, job->ask, hook_child, job, RV_HOOK_TIMEOUT_MS, &status, &err);
+    r = rv_run_bounded_fd(0, job->ask, hook_child, job, job->timeout_ms ? job->timeout_ms : RV_HOOK_TIMEOUT_MS,
+                          &status, &err);
     if (job->ask >= 0)
         close(job->ask);
     job->ask = -1;
@@ -552,6 +560,49 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
     if (job->ask >= 0)   /* not taken: no views to mount */
         close(job->ask);
     rv_shared_free(job, sizeof(*job));
+    return r;
+}
+
+int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid)
+{
+    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+    struct statx sx;
+    char path[64];
+    cleanup_close int piddir = -1;
+    int r;
+
+    if (!job) {
+        rv_log(RV_WARN, "LXCFS views: shared memory: %s; none given", strerror(errno));
+        return 0;
+    }
+    job->vouch_only = true;
+    job->timeout_ms = RV_VIEWS_STARTED_TIMEOUT_MS;
+    job->req.pid = pid;
+    job->req.replace_foreign = true;
+    /* the process's root (pivoted), known by its identity; its start time
+     * against a reused pid */
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    if ((piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        rv_pid_start_time(piddir, &job->req.start_time) < 0 ||
+        rv_statx(piddir, "root", AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0) {
+        rv_log(RV_WARN, "LXCFS views: process %d: %s; none given", (int)pid, strerror(errno));
+        rv_shared_free(job, sizeof(*job));
+        return 0;
+    }
+    job->req.root_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    job->req.root_ino = sx.stx_ino;
+    if (rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0 ||
+        rv_snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir,
+                    RV_VIEWHOLD_SOCK) < 0) {
+        rv_log(RV_WARN, "LXCFS views: a path too long; none given");
+        rv_shared_free(job, sizeof(*job));
+        return 0;
+    }
+    job->ask = rv_viewhold_ask(job->req.holder);
+    r = run_views(cfg, id, job);
+    /* a child left behind may still finish a request into the job: keep it */
+    if (!rv_bounded_left_behind())
+        rv_shared_free(job, sizeof(*job));
     return r;
 }
 

@@ -5,6 +5,7 @@
 #include "nri_msg.h"
 #include "resview/fuse.h"
 #include "resview/gpus.h"
+#include "resview/hook.h"
 #include "resview/log.h"
 #include "resview/spec.h"
 
@@ -525,7 +526,16 @@ int rv_nri_adjust(struct rv_nri_plugin *p, const nri_pod *pod, const nri_contain
     /* systemd_hint: only for an empty cgroupsPath, which the CRI never sends */
     if (rv_spec_edit(a->spec, &ctx, &a->res, err) < 0)
         return -1;
-    if (take_env(a, first, err) < 0 || (a->res.lxcfs_on && take_hook(a, cfg, err) < 0))
+    if (take_env(a, first, err) < 0)
+        return -1;
+    /* the views by the plugin itself at StartContainer, no hook, where watch
+     * vouches for LXCFS then; not where lxcfs.required wants the hook's own
+     * probe, nor under a request timeout that leaves no room for the bound */
+    a->views_at_start = a->res.lxcfs_on && p->start_views_ok && !cfg->lxcfs_required &&
+                        (p->request_timeout_ms <= 0 || p->request_timeout_ms >= 2 * RV_VIEWS_STARTED_TIMEOUT_MS) &&
+                        c->id && rv_safe_name(c->id) && strlen(c->id) < RV_NRI_START_ID &&
+                        rv_nri_starts_room() && p->start_views_ok(p);
+    if (a->res.lxcfs_on && !a->views_at_start && take_hook(a, cfg, err) < 0)
         return -1;
     return 0;
 }

@@ -99,8 +99,12 @@ static int configure(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uin
         nri__pkg__api__v1alpha1__configure_request__unpack(NULL, in->len, in->data);
     Nri__Pkg__Api__V1alpha1__ConfigureResponse resp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
 
-    /* the one event we need: bit (event - 1), as NRI's EventMask */
+    /* the events we need: bit (event - 1), as NRI's EventMask; a container's
+     * start and removal where the plugin gives views itself */
     resp.events = 1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1);
+    if (p->start_views)
+        resp.events |= 1 << (NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER - 1) |
+                       1 << (NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER - 1);
     if (req) {
         snprintf(p->runtime, sizeof(p->runtime), "%.60s %.60s", req->runtime_name ?: "?",
                  req->runtime_version ?: "?");
@@ -238,6 +242,95 @@ static void say_skipped(const char *handler)
                "are created unchanged (no views, no variables)", handler);
 }
 
+/* ---------------------------------------------- views at StartContainer */
+
+/* The containers whose adjustment left the hook out: their ids, in the
+ * order created. */
+static char starts[RV_NRI_STARTS][RV_NRI_START_ID];
+static unsigned n_starts;
+
+bool rv_nri_starts_room(void)
+{
+    return n_starts < RV_NRI_STARTS;
+}
+
+static void starts_add(const char *id)
+{
+    if (n_starts < RV_NRI_STARTS)
+        snprintf(starts[n_starts++], sizeof(starts[0]), "%s", id);
+}
+
+/* Taken out of the set: whether it was there. */
+static bool starts_take(const char *id)
+{
+    for (unsigned i = 0; i < n_starts; i++)
+        if (strcmp(starts[i], id) == 0) {
+            memmove(starts[i], starts[i + 1], (n_starts - i - 1) * sizeof(starts[0]));
+            n_starts--;
+            return true;
+        }
+    return false;
+}
+
+/* One field of protobuf's wire with a varint's value (rv_pb_next_field
+ * skips it). */
+static int pb_field(const uint8_t **q, const uint8_t *end, uint64_t *key, uint64_t *val,
+                    const uint8_t **data, uint64_t *len)
+{
+    const uint8_t *at = *q;
+
+    *val = 0;
+    if (rv_pb_next_field(q, end, key, data, len) < 0)
+        return -1;
+    if ((*key & 7) == 0) {
+        rv_pb_varint(&at, end, key);
+        return rv_pb_varint(&at, end, val);
+    }
+    return 0;
+}
+
+/* StateChange: a StateChangeEvent (event 1, container 3: its id 1 and pid
+ * 12), read on the wire: the tenant's variables are skipped in place, not
+ * unpacked. A container in the set gets its views as it starts; a removed
+ * one leaves it. Answered Empty whatever came: a start is never failed
+ * here (lxcfs.required takes the hook). */
+static int state_change(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, uint8_t **out,
+                        size_t *out_len)
+{
+    const uint8_t *q = in->data, *end = in->data + in->len, *d, *ctr = NULL;
+    uint64_t key, val, n, event = 0, pid = 0, ctr_len = 0;
+    char id[RV_NRI_START_ID] = "";
+
+    while (q < end && pb_field(&q, end, &key, &val, &d, &n) == 0) {
+        if (key == (1 << 3 | 0))
+            event = val;
+        if (key == (3 << 3 | 2)) {
+            ctr = d;
+            ctr_len = n;
+        }
+    }
+    for (q = ctr, end = ctr ? ctr + ctr_len : NULL; q && q < end && pb_field(&q, end, &key, &val, &d, &n) == 0;) {
+        if (key == (1 << 3 | 2) && n < sizeof(id)) {
+            memcpy(id, d, n);
+            id[n] = '\0';
+        }
+        if (key == (12 << 3 | 0))
+            pid = val;
+    }
+    if (event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER && id[0]) {
+        starts_take(id);
+    } else if (event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER && id[0] && starts_take(id)) {
+        rv_log_set_id(id);
+        if (pid == 0 || pid > INT32_MAX)
+            rv_log(RV_WARN, "NRI: StartContainer names no process: no LXCFS views (`resview repair` "
+                   "cannot give them either)");
+        else if (p->start_views)
+            p->start_views(p, id, (pid_t)pid);
+        rv_log_set_id("-");
+    }
+    return answer(NULL, out, out_len);
+}
+
 /* Refused as the shim refuses it: the views cannot be given and
  * lxcfs.required says the container must not start without them. */
 static int refuse_required(struct rv_nri_plugin *p, const char *why, uint8_t **out, size_t *out_len)
@@ -303,6 +396,10 @@ static int create_container(struct rv_nri_plugin *p, const ProtobufCBinaryData *
                    p->cfg->hook_path);
         log_limits(&a);
         rv_edit_count(p->cfg, &a.res);
+        if (a.views_at_start) {
+            starts_add(req->container->id);
+            rv_log(RV_DEBUG, "LXCFS views: given at StartContainer (watch holds the LXCFS files)");
+        }
         resp.adjust = &a.adj;
         rc = answer(&resp.base, out, out_len);
     }
@@ -337,6 +434,8 @@ int rv_nri_handle(struct rv_nri_plugin *p, const uint8_t *buf, size_t len, uint8
         rc = synchronize(p, req->payload.data, req->payload.len, out, out_len);
     } else if (strcmp(req->method, "CreateContainer") == 0) {
         rc = create_container(p, &req->payload, out, out_len);
+    } else if (strcmp(req->method, "StateChange") == 0) {
+        rc = state_change(p, &req->payload, out, out_len);
     } else {
         /* Shutdown, the events we did not ask for, and what a newer NRI
          * adds: their empty answer is the default message */

@@ -39,7 +39,14 @@ struct rv_nri_adjustment {
     json_t *spec;                 /* holds the strings the hook's entry points to */
     struct rv_edit_result res;
     bool views_wanted;            /* the container does not opt out of the views */
+    bool views_at_start;          /* no hook: the plugin gives them at StartContainer */
 };
+
+/* The containers whose views wait for their StartContainer (at most
+ * RV_NRI_STARTS; kept across reconnections): room for one more? */
+#define RV_NRI_STARTS 256
+#define RV_NRI_START_ID 80
+bool rv_nri_starts_room(void);
 
 /* Whether the plugin serves pods of this runtime handler ("" the runtime's
  * default): one in nri.runtime_handlers, never `resview` (its shim edits

@@ -11,8 +11,10 @@
  * child once the answer is sent (nri_sync.c). */
 #define _GNU_SOURCE
 #include "nri_msg.h"
+#include "resview/hook.h"
 #include "resview/log.h"
 #include "resview/metrics.h"
+#include "resview/viewhold.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -137,6 +140,22 @@ static int send_msg(int fd, uint32_t conn, uint32_t stream, uint8_t type, uint8_
         r = send_all(fd, &out, err);
     rv_bytes_free(&out);
     return r;
+}
+
+/* Views at StartContainer (nri.h): watch holds the LXCFS files now (its
+ * socket is there; whether it vouches is asked as the container starts). */
+static bool start_views_ok(const struct rv_nri_plugin *p)
+{
+    char sock[PATH_MAX];
+    struct stat st;
+
+    return rv_snprintf(sock, sizeof(sock), "%s/%s", p->cfg->host_state_dir, RV_VIEWHOLD_SOCK) >= 0 &&
+           stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static int start_views(const struct rv_nri_plugin *p, const char *id, pid_t pid)
+{
+    return rv_hook_views_started(p->cfg, id, pid);
 }
 
 /* One call of the runtime answered: a request come whole (m), or the
@@ -353,7 +372,8 @@ int rv_nri_run(const struct rv_config *cfg, const char *socket_path, struct rv_e
     for (;;) {
         struct rv_nri_plugin p = { .cfg = cfg, .host = &host, .socket = socket_path,
                                    .hook_missing = access(cfg->hook_path, X_OK) != 0,
-                                   .status = status, .lock_fd = lock_fd };
+                                   .status = status, .lock_fd = lock_fd,
+                                   .start_views_ok = start_views_ok, .start_views = start_views };
         struct rv_error e;
         cleanup_close int fd = dial(socket_path, &e);
         if (fd < 0) {

@@ -129,3 +129,84 @@ t_eq "after its backoff, registered and synchronized again" "$(grep -c '^synchro
 t_ok "…not before 2 s" test $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1500
 t_eq "doctor: nothing more said of it" "$(doctor | grep -c 'during Synchronize')" "0"
 t_contains "doctor: serving again" "$(doctor)" ", serving"
+
+# 7. Views at StartContainer (the NRI mode's fast path). Without `resview
+#    watch` the adjustment carries the hook, as before. Where watch holds the
+#    LXCFS files it carries none: the plugin gives the views itself when the
+#    runtime says the container starts (after runc create, before runc
+#    start: NRI's StartContainer), from watch's files, without an exec. Only
+#    where watch vouches for LXCFS (an answer within 1.5 s): nothing then asks
+#    LXCFS anything, so a stopped LXCFS holds no start, and the NRI call,
+#    which holds every pod's on the node, is answered at once.
+NV=$(lxcfs_views "$LXCFS_DIR")
+created_with() { grep "^created $1 " "$T/fake.out" | sed 's/.*hooks=//'; }
+start_ms() { grep "^started $1 in" "$T/fake.out" | awk '{print $4}'; }
+vstart() { # ID: created through the fake runtime and runc, then started
+    local v=$1
+    echo "create $v" >&7
+    wait_for 5 fake_says "created $v " || return 1
+    rv_bundle "$T/b-$v" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+    (cd "$T/b-$v" && runc --root "$T/runc-root" create "$v" </dev/null >/dev/null 2>"$T/create.err") || return 1
+    t_cleanup "runc --root $T/runc-root delete -f $v"
+    echo "start $v $(pid_of "$v")" >&7
+    wait_for 10 fake_says "started $v " && runc --root "$T/runc-root" start "$v"
+}
+t_ok "no watch: a container created" vstart nw-$$
+t_eq "no watch: the adjustment carries the hook" "$(created_with nw-$$)" "1"
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
+t_cleanup "kill $WATCH"
+VSOCK=$T/state/views.sock
+fresh() { [ -S "$VSOCK" ] && [ "$(python3 -c 'import socket,struct,sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
+print(struct.unpack_from("=IIQII", d)[4])' "$VSOCK")" -le 300 ]; }
+wait_for 10 fresh
+t_ok "watch holds the files: a container created and started" vstart vs-$$
+t_eq "…its adjustment carries no hook" "$(created_with vs-$$)" "0"
+t_contains "…its StartContainer answered OK" "$(grep "^started vs-$$" "$T/fake.out")" "code 0"
+t_eq "…every view given from watch's files" "$(held_of vs-$$)" "$NV"
+t_eq "…a process inside reads its limit" "$(mem_inside vs-$$)" "524288"
+t_eq "…one LXCFS mount per target" "$(per_target vs-$$)" "1 "
+t_eq "…recorded for repair" "$(jq -r .status "$T/state/containers/vs-$$/views")" "ok"
+
+# LXCFS stopped right after its answer to watch: the views are given from
+# watch's files (no FUSE request), the start is not held; a read inside
+# waits for LXCFS as it would had LXCFS stopped a moment later
+wait_for 5 fresh
+kill -STOP "$LXCFS_PID"
+t_ok "stopped after its answer: started" vstart vh-$$
+ms=$(start_ms vh-$$)
+t_ok "…StartContainer answered in $ms ms (not held)" test "$ms" -lt 500
+t_eq "…every view given from watch's files" "$(held_of vh-$$)" "$NV"
+inside vh-$$ head -c 9 /proc/meminfo >"$T/vh.out" & reader=$!
+sleep 0.5
+t_ok "…a read inside waits for LXCFS" kill -0 $reader
+kill -CONT "$LXCFS_PID"
+wait $reader
+t_eq "…and completes once LXCFS runs" "$(cat "$T/vh.out")" "MemTotal:"
+
+# LXCFS stopped long enough that watch no longer vouches: no views, no
+# wait; recorded, and watch gives them once LXCFS answers again
+kill -STOP "$LXCFS_PID"
+sleep 2
+t_ok "stopped 2 s: started" vstart vd-$$
+ms=$(start_ms vd-$$)
+t_ok "…StartContainer answered in $ms ms (no wait on LXCFS)" test "$ms" -lt 500
+t_eq "…recorded as down" "$(jq -r .status "$T/state/containers/vd-$$/views")" "lxcfs-down"
+t_contains "…the reason is logged" "$(grep "id=vd-$$" "$T/resview.log")" "does not vouch for the LXCFS"
+t_eq "…the host's MemTotal inside meanwhile" "$(mem_inside vd-$$)" "$host_mem"
+kill -CONT "$LXCFS_PID"
+t_ok "…its views given once LXCFS answers (watch)" wait_for 30 mem_is vd-$$ 524288
+
+# LXCFS killed and restarted: starts meanwhile are not held; watch heals
+# every container once it answers
+kill -9 "$LXCFS_PID"; wait "$LXCFS_PID" 2>/dev/null
+t_ok "LXCFS killed: started" vstart vk-$$
+ms=$(start_ms vk-$$)
+t_ok "…StartContainer answered in $ms ms" test "$ms" -lt 500
+lxcfs_stop "$LXCFS_DIR"; lxcfs_start "$LXCFS_DIR" || { echo "not ok - lxcfs did not restart"; exit 1; }
+healed_all() { for v in vs-$$ vh-$$ vd-$$ vk-$$; do mem_is "$v" 524288 || return 1; done; }
+t_ok "restarted: every container reads its limit again (watch)" wait_for 30 healed_all
+t_ok "the plugin still serves" kill -0 "$PLUGIN"
+echo "remove vk-$$" >&7
+wait_for 5 fake_says "removed vk-$$"
+t_contains "RemoveContainer: answered" "$(grep "^removed vk-$$" "$T/fake.out")" "code 0"

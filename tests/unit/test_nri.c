@@ -1012,6 +1012,185 @@ static void test_required_handlers(void)
     rv_log_init("nri", &cfg);
 }
 
+/* ---- views at StartContainer ---- */
+
+static bool watch_holds = true;
+static char started_id[128];
+static pid_t started_pid;
+static int n_started;
+
+static bool stub_ok(const struct rv_nri_plugin *p)
+{
+    (void)p;
+    return watch_holds;
+}
+
+static int stub_start(const struct rv_nri_plugin *p, const char *id, pid_t pid)
+{
+    (void)p;
+    snprintf(started_id, sizeof(started_id), "%s", id);
+    started_pid = pid;
+    n_started++;
+    return 0;
+}
+
+/* A StateChange call: event, the container's id and pid (the pod and the
+ * variables as containerd sends them, to be skipped). */
+static uint8_t *state_call(int event, const char *id, uint32_t pid, size_t *len)
+{
+    Nri__Pkg__Api__V1alpha1__StateChangeEvent ev = NRI__PKG__API__V1ALPHA1__STATE_CHANGE_EVENT__INIT;
+    struct fixture f;
+
+    fixture(&f);
+    f.c.id = (char *)id;
+    f.c.pid = pid;
+    ev.event = (Nri__Pkg__Api__V1alpha1__Event)event;
+    ev.pod = &f.pod;
+    ev.container = &f.c;
+    return call(RV_NRI_SERVICE_PLUGIN, "StateChange", &ev.base, len);
+}
+
+static int state(struct rv_nri_plugin *p, int event, const char *id, uint32_t pid)
+{
+    size_t len;
+    uint8_t *req = state_call(event, id, pid, &len);
+    return answer_of(p, req, len, NULL, NULL);
+}
+
+static void test_views_at_start(void)
+{
+    struct rv_nri_plugin p = { .cfg = &cfg, .host = &host, .start_views_ok = stub_ok, .start_views = stub_start };
+    enum { START = NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER,
+           REMOVE = NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER };
+    nri_create_resp *r = NULL;
+    struct fixture f;
+    size_t len;
+
+    /* Configure: a start and a removal asked for too */
+    Nri__Pkg__Api__V1alpha1__ConfigureRequest conf = NRI__PKG__API__V1ALPHA1__CONFIGURE_REQUEST__INIT;
+    ProtobufCBinaryData pl = { 0 };
+    conf.request_timeout = 2000;
+    uint8_t *req = call(RV_NRI_SERVICE_PLUGIN, "Configure", &conf.base, &len);
+    ok(answer_of(&p, req, len, NULL, &pl) == 0, "views at start: Configure answered");
+    Nri__Pkg__Api__V1alpha1__ConfigureResponse *cr =
+        nri__pkg__api__v1alpha1__configure_response__unpack(NULL, pl.len, pl.data);
+    ok(cr && cr->events == (1 << 3 | 1 << 5 | 1 << 10), "…events: CreateContainer, StartContainer, "
+       "RemoveContainer (%d)", cr ? cr->events : -1);
+    if (cr)
+        nri__pkg__api__v1alpha1__configure_response__free_unpacked(cr, NULL);
+    free(pl.data);
+
+    /* watch holds the files: no hook; the views at its start, once */
+    fixture(&f);
+    ok(create(&p, &f, &r) == 0 && r && r->adjust && !r->adjust->hooks && env_of(r, "GOMAXPROCS"),
+       "watch holds the files: the variables, no hook");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    ok(state(&p, START, "c0ffee", 4242) == 0 && n_started == 1 && strcmp(started_id, "c0ffee") == 0 &&
+       started_pid == 4242, "StartContainer: its views given, with its pid (%s %d)", started_id, (int)started_pid);
+    ok(state(&p, START, "c0ffee", 4242) == 0 && n_started == 1, "a second StartContainer: nothing more");
+    ok(state(&p, START, "other", 4243) == 0 && n_started == 1,
+       "a container the plugin did not leave its hook out of: nothing (its hook, or none wanted)");
+    fixture(&f);
+    ok(create(&p, &f, &r) == 0 && state(&p, REMOVE, "c0ffee", 0) == 0 && state(&p, START, "c0ffee", 4242) == 0 &&
+       n_started == 1, "created, removed, then a start: nothing");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    fixture(&f);
+    ok(create(&p, &f, &r) == 0 && state(&p, START, "c0ffee", 0) == 0 && n_started == 1,
+       "a start that names no process: nothing (said)");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* where it must be the hook */
+    int hooks = 0;
+    watch_holds = false;
+    fixture(&f);
+    hooks += create(&p, &f, &r) == 0 && r->adjust->hooks;
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    watch_holds = true;
+    cfg.lxcfs_required = true;
+    fixture(&f);
+    hooks += create(&p, &f, &r) == 0 && r->adjust->hooks;
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    cfg.lxcfs_required = false;
+    p.request_timeout_ms = 1500;
+    fixture(&f);
+    hooks += create(&p, &f, &r) == 0 && r->adjust->hooks;
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    p.request_timeout_ms = 2000;
+    char longid[100];
+    memset(longid, 'a', sizeof(longid) - 1);
+    longid[sizeof(longid) - 1] = '\0';
+    fixture(&f);
+    f.c.id = longid;
+    hooks += create(&p, &f, &r) == 0 && r->adjust->hooks;
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    ok(hooks == 4, "the hook where watch holds nothing, lxcfs.required, a request timeout under 2 s, "
+       "an id of 99 bytes (%d of 4)", hooks);
+    fixture(&f);
+    annotate(&f, "resview.io/lxcfs", "false");
+    ok(create(&p, &f, &r) == 0 && !r->adjust->hooks && state(&p, START, "c0ffee", 4242) == 0 && n_started == 1,
+       "opted out: no hook, nothing at its start");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+
+    /* at most RV_NRI_STARTS waiting: then the hook */
+    char ids[RV_NRI_STARTS + 1][16];
+    int waiting = 0;
+    for (int i = 0; i <= RV_NRI_STARTS; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "w%d", i);
+        fixture(&f);
+        f.c.id = ids[i];
+        waiting += create(&p, &f, &r) == 0 && !r->adjust->hooks;
+        nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    }
+    ok(waiting == RV_NRI_STARTS, "%d created, never started: the first %d wait, the next gets the hook",
+       RV_NRI_STARTS + 1, waiting);
+    int removed = 0;
+    for (int i = 0; i < RV_NRI_STARTS; i++)
+        removed += state(&p, REMOVE, ids[i], 0) == 0;
+    ok(removed == RV_NRI_STARTS && rv_nri_starts_room() && n_started == 1, "removed: room again, nothing given");
+
+    /* hostile events: cut at every length, junk, an id past its bounds */
+    fixture(&f);
+    ok(create(&p, &f, &r) == 0, "one more waiting");
+    nri__pkg__api__v1alpha1__create_container_response__free_unpacked(r, NULL);
+    Nri__Pkg__Api__V1alpha1__StateChangeEvent ev = NRI__PKG__API__V1ALPHA1__STATE_CHANGE_EVENT__INIT;
+    fixture(&f);
+    f.c.pid = 4242;
+    ev.event = (Nri__Pkg__Api__V1alpha1__Event)START;
+    ev.pod = &f.pod;
+    ev.container = &f.c;
+    size_t el = nri__pkg__api__v1alpha1__state_change_event__get_packed_size(&ev);
+    uint8_t *eb = malloc(el);
+    nri__pkg__api__v1alpha1__state_change_event__pack(&ev, eb);
+    int cut_ok = 0;
+    for (size_t cut = 0; cut < el; cut++) {
+        Ttrpc__Request raw = TTRPC__REQUEST__INIT;
+        raw.service = RV_NRI_SERVICE_PLUGIN;
+        raw.method = "StateChange";
+        raw.payload.data = eb;
+        raw.payload.len = cut;
+        len = ttrpc__request__get_packed_size(&raw);
+        req = malloc(len);
+        ttrpc__request__pack(&raw, req);
+        cut_ok += answer_of(&p, req, len, NULL, NULL) == 0;
+    }
+    free(eb);
+    ok(cut_ok == (int)el, "a StartContainer cut at each of its %zu lengths: each answered OK", el);
+    ok(n_started == 1 || (n_started == 2 && strcmp(started_id, "c0ffee") == 0 && started_pid == 4242),
+       "…and a cut one gives views only to the container it names, with its pid (%d)", n_started);
+    n_started = 1;
+    Ttrpc__Request raw = TTRPC__REQUEST__INIT;
+    raw.service = RV_NRI_SERVICE_PLUGIN;
+    raw.method = "StateChange";
+    raw.payload.data = junk;
+    raw.payload.len = sizeof(junk);
+    len = ttrpc__request__get_packed_size(&raw);
+    req = malloc(len);
+    ttrpc__request__pack(&raw, req);
+    ok(answer_of(&p, req, len, NULL, NULL) == 0 && n_started == 1, "junk: answered OK, nothing given");
+    state(&p, REMOVE, "c0ffee", 0);
+    ok(rv_nri_starts_room(), "(emptied)");
+}
+
 /* ---- one connection to a fake runtime ---- */
 
 /* The decision of the agent's healing without NRI (on what the CRI lists):
@@ -1540,6 +1719,7 @@ int main(void)
     test_sync_stream();
     test_tenant_sized();
     test_required_handlers();
+    test_views_at_start();
     test_would_serve();
     test_socket();
     test_record_probe();

@@ -9,7 +9,7 @@
  * note for doctor), the others are left alone.
  * RESVIEW_NRI_FAKE="SOCK ID PID CGROUPS_PATH": be the fake runtime for e2e
  * 57 (tests/e2e/57-nri-sync.sh), driven by lines on stdin (accept, sync-fail,
- * call, close). */
+ * call, close, create ID, start ID PID, remove ID). */
 #define _GNU_SOURCE
 #include "unit.h"
 #include "nri/nri_msg.h"
@@ -617,7 +617,7 @@ static void test_sync_hostile(void)
 
 static int fake_runtime(const char *arg)
 {
-    char sock[256], id[128], cgpath[256], line[64];
+    char sock[256], id[128], cgpath[256], line[160];
     int pid = 0;
     uint32_t stream = 1;
     struct rv_mux_in in;
@@ -647,7 +647,7 @@ static int fake_runtime(const char *arg)
             sync.n_pods = 1;
             sync.containers = &cp;
             sync.n_containers = 1;
-            conf_init(&conf, 1000);
+            conf_init(&conf, 2000);   /* containerd's default */
             stream = 1;
             /* doctor's probes connected meanwhile, and closed: not the plugin */
             for (int i = 0; i < 20 && (fd = accept_register(lfd, &in)) < 0; i++)
@@ -681,6 +681,58 @@ static int fake_runtime(const char *arg)
                 return 1;
             stream += 2;
             printf("called\n");
+        } else if (strncmp(line, "create ", 7) == 0) {
+            /* CreateContainer of a runc pod's container: how many hooks
+             * its adjustment carries */
+            char cid[64];
+            nri_create_req req = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_REQUEST__INIT;
+            nri_pod pod;
+            struct sync_c c;
+            if (sscanf(line + 7, "%63s", cid) != 1)
+                return 2;
+            nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+            pod.id = "pod1";
+            pod.runtime_handler = "runc";
+            sync_container(&c, cid, 0, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_CREATED);
+            c.lin.cgroups_path = cgpath;
+            req.pod = &pod;
+            req.container = &c.c;
+            if (runtime_call(fd, &in, stream, "CreateContainer", &req.base, &resp) < 0)
+                return 1;
+            stream += 2;
+            nri_create_resp *cr = nri__pkg__api__v1alpha1__create_container_response__unpack(
+                NULL, resp->payload.len, resp->payload.data);
+            const Nri__Pkg__Api__V1alpha1__Hooks *h = cr && cr->adjust ? cr->adjust->hooks : NULL;
+            printf("created %s hooks=%zu\n", cid, h ? h->n_prestart + h->n_create_runtime : 0);
+            if (cr)
+                nri__pkg__api__v1alpha1__create_container_response__free_unpacked(cr, NULL);
+            ttrpc__response__free_unpacked(resp, NULL);
+        } else if (strncmp(line, "start ", 6) == 0 || strncmp(line, "remove ", 7) == 0) {
+            /* StateChange: the container's start (with its pid) or removal,
+             * timed as the runtime waits for it */
+            char cid[64];
+            int cpid = 0;
+            bool start = line[0] == 's';
+            Nri__Pkg__Api__V1alpha1__StateChangeEvent ev = NRI__PKG__API__V1ALPHA1__STATE_CHANGE_EVENT__INIT;
+            nri_pod pod;
+            struct sync_c c;
+            if (sscanf(line + (start ? 6 : 7), "%63s %d", cid, &cpid) < 1)
+                return 2;
+            nri__pkg__api__v1alpha1__pod_sandbox__init(&pod);
+            pod.id = "pod1";
+            pod.runtime_handler = "runc";
+            sync_container(&c, cid, cpid, NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_CREATED);
+            ev.event = start ? NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
+                             : NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER;
+            ev.pod = &pod;
+            ev.container = &c.c;
+            long t0 = rv_now_ms();
+            if (runtime_call(fd, &in, stream, "StateChange", &ev.base, &resp) < 0)
+                return 1;
+            stream += 2;
+            printf("%s %s in %ld ms, code %d\n", start ? "started" : "removed", cid, rv_now_ms() - t0,
+                   resp->status ? resp->status->code : 0);
+            ttrpc__response__free_unpacked(resp, NULL);
         } else if (strncmp(line, "close", 5) == 0) {
             close(fd);
             rv_mux_in_free(&in);
