@@ -82,6 +82,11 @@ struct rv_inject {
      * (sys/...); a mount on it is a live view (kept) or taken off, never
      * asked. Anything else refuses the request (refused, error). */
     bool check_mounts;
+    /* check_mounts for a container an engine made (the NRI plugin's, whose
+     * wait holds NRI for the whole node): its root, the engine's rootfs (an
+     * overlay of its snapshots), is walked whatever its type; below it, as
+     * check_mounts, nothing is looked up through a tenant's FUSE */
+    bool trusted_root;
     unsigned n;
     struct rv_view views[RV_VIEWS_MAX];
     /* out */

@@ -579,6 +579,9 @@ int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid
     job->timeout_ms = RV_VIEWS_STARTED_TIMEOUT_MS;
     job->req.pid = pid;
     job->req.replace_foreign = true;
+    /* nothing looked up through a tenant's FUSE (a volume under /sys), no
+     * mount at a target asked what it is: nothing here waits on a tenant */
+    job->req.check_mounts = job->req.trusted_root = true;
     /* the process's root (pivoted), known by its identity; its start time
      * against a reused pid */
     snprintf(path, sizeof(path), "/proc/%d", (int)pid);

@@ -141,11 +141,12 @@ t_contains "doctor: serving again" "$(doctor)" ", serving"
 NV=$(lxcfs_views "$LXCFS_DIR")
 created_with() { grep "^created $1 " "$T/fake.out" | sed 's/.*hooks=//'; }
 start_ms() { grep "^started $1 in" "$T/fake.out" | awk '{print $4}'; }
-vstart() { # ID: created through the fake runtime and runc, then started
+vstart() { # ID [FILTER]: created through the fake runtime and runc (its spec
+           # through FILTER too), then started
     local v=$1
     echo "create $v" >&7
     wait_for 5 fake_says "created $v " || return 1
-    rv_bundle "$T/b-$v" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+    rv_bundle "$T/b-$v" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS | ${2:-.}"
     (cd "$T/b-$v" && runc --root "$T/runc-root" create "$v" </dev/null >/dev/null 2>"$T/create.err") || return 1
     t_cleanup "runc --root $T/runc-root delete -f $v"
     echo "start $v $(pid_of "$v")" >&7
@@ -196,6 +197,29 @@ t_contains "…the reason is logged" "$(grep "id=vd-$$" "$T/resview.log")" "does
 t_eq "…the host's MemTotal inside meanwhile" "$(mem_inside vd-$$)" "$host_mem"
 kill -CONT "$LXCFS_PID"
 t_ok "…its views given once LXCFS answers (watch)" wait_for 30 mem_is vd-$$ 524288
+
+# A tenant's FUSE volumes that never answer: one over the container's
+# /sys/devices/system/cpu whose lookups hang, one over its /proc/meminfo
+# whose statfs hangs (what a look at a mount's type would ask). The plugin
+# looks nothing up through a tenant's FUSE and asks a mount at a target
+# nothing: the call is answered at once, nothing of the plugin is stuck.
+gcc -static -O2 -o "$T/fuse-hang" "$TOP/tests/lib/fuse-hang.c" || { echo "not ok - build fuse-hang"; exit 1; }
+mkdir -p "$T/hang-dir" && touch "$T/hang-file"
+"$T/fuse-hang" --hang lookup "$T/hang-dir" >"$T/hang-dir.out" 2>&1 & HANG1=$!
+"$T/fuse-hang" --file --hang statfs "$T/hang-file" >"$T/hang-file.out" 2>&1 & HANG2=$!
+t_cleanup "kill $HANG1 $HANG2; umount -l $T/hang-dir $T/hang-file"
+wait_for 5 grep -q ready "$T/hang-dir.out" && wait_for 5 grep -q ready "$T/hang-file.out"
+vol() { echo ".mounts += [{destination: \"$1\", type: \"bind\", source: \"$2\", options: [\"rbind\"]}]"; }
+t_ok "a tenant's hung FUSE over /sys/devices/system/cpu: started" vstart vf-$$ "$(vol /sys/devices/system/cpu "$T/hang-dir")"
+ms=$(start_ms vf-$$)
+t_ok "…StartContainer answered in $ms ms" test "$ms" -lt 500
+t_contains "…no views, said why" "$(jq -r .why "$T/state/containers/vf-$$/views")" "fuse.fuse-hang"
+t_ok "a tenant's FUSE file over /proc/meminfo whose statfs hangs: started" \
+    vstart vm-$$ "$(vol /proc/meminfo "$T/hang-file")"
+ms=$(start_ms vm-$$)
+t_ok "…StartContainer answered in $ms ms" test "$ms" -lt 500
+t_eq "…its own mount there taken off unasked: the view, its limit" "$(mem_inside vm-$$)" "524288"
+t_eq "…nothing of the plugin is stuck" "$(pgrep -P "$PLUGIN" | wc -l)" "0"
 
 # LXCFS killed and restarted: starts meanwhile are not held; watch heals
 # every container once it answers
