@@ -178,7 +178,7 @@ demo:
 
 bench:
 	@tests/lib/deps.sh base
-	@$(MAKE) -s --no-print-directory all static $(BUILD)/tests/test_nri
+	@$(MAKE) -s --no-print-directory all static $(BUILD)/tests/test_nri $(BUILD)/tests/test_nri_conn
 	@tests/bench.sh
 
 # The Kubernetes node image (hooks/kubernetes/): FROM scratch, LXCFS and the

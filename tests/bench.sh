@@ -44,7 +44,7 @@ VIEWS='[["proc/cpuinfo", "/proc/cpuinfo"], ["proc/meminfo", "/proc/meminfo"], ["
         ["proc/diskstats", "/proc/diskstats"], ["proc/slabinfo", "/proc/slabinfo"],
         ["sys/devices/system/cpu/online", "/sys/devices/system/cpu/online"]]'
 for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resview-noviews+runc resview-nowatch+runc \
-           nri-hook+runc views-mounts+runc crun glibc-exec+crun musl-exec+crun resview+crun views-mounts+crun; do
+           nri+runc nri-hook+runc views-mounts+runc crun glibc-exec+crun musl-exec+crun resview+crun views-mounts+crun; do
     mkdir -p "$T/run/bundle-$arm"
     rv_rootfs "$T/run/bundle-$arm/rootfs"
     rv_bundle "$T/run/bundle-$arm" '.process.args = ["/bin/true"] | .linux.resources.cpu = {"quota": 150000, "period": 100000} | .linux.resources.memory = {"limit": 536870912}'
@@ -56,6 +56,12 @@ for arm in runc glibc-exec+runc musl-exec+runc resview+runc noop-hook+runc resvi
                             "$T/run/bundle-$arm/config.json" ;;
         # NRI mode: what containerd writes from the plugin's adjustment (the
         # shim's own edit: the variables and the hook entry), run by plain runc
+        # NRI mode where watch holds the files: the variables only (the
+        # plugin gives the views at StartContainer, bench.py)
+        nri+*) jq '.annotations["resview.io/lxcfs"] = "false"' "$T/run/bundle-$arm/config.json" >"$T/nri.json" &&
+               mv "$T/nri.json" "$T/run/bundle-$arm/config.json" &&
+               RESVIEW_CONFIG=$T/cfg-noop.json "$SHIM" create --bundle "$T/run/bundle-$arm" nri-edit >/dev/null &&
+               jq 'del(.annotations["resview.io/lxcfs"])' "$T/run/bundle-$arm/config.json" ;;
         nri-hook+*) RESVIEW_CONFIG=$T/cfg-noop.json "$SHIM" create --bundle "$T/run/bundle-$arm" nri-edit >/dev/null &&
                     cat "$T/run/bundle-$arm/config.json" ;;
         *) cat "$T/run/bundle-$arm/config.json" ;;
@@ -70,9 +76,11 @@ echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v
 echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
 echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's cost to the runtime); resview-noviews+runc: the shim alone"
 echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed; resview-nowatch+runc: without it (the hook looks them up)"
-echo "   nri-hook+runc: NRI mode, the spec as containerd writes it from the plugin's answer (variables, hook) run by plain runc;"
-echo "   NRI mode's whole start = this + the plugin's answer (tests/bench.d/nri.sh)"
+echo "   nri+runc: NRI mode as deployed (watch runs): the plugin's CreateContainer answer (the variables) over its"
+echo "   socket, runc create, its StartContainer (the views, no hook), runc start; the runtime's side: test_nri_conn's fake"
+echo "   nri-hook+runc: NRI mode without watch, the spec as containerd writes it (variables, hook) run by plain runc"
 echo "   views-mounts+X: the floor, X binding the same nine LXCFS files from the spec's mounts (a webhook's way; no bound on a hung LXCFS)"
+RESVIEW_CONFIG=$T/config.json BENCH_NRI="$BUILD/tests/test_nri_conn $T/run/nri.sock $CLI nri --socket $T/run/nri.sock" \
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \
@@ -81,6 +89,7 @@ echo "   views-mounts+X: the floor, X binding the same nine LXCFS files from the
     "noop-hook+runc=runc --root $T/r9" \
     "resview-noviews+runc=RESVIEW_CONFIG=$T/cfg-runc.json $SHIM --root $T/r10|runc --root $T/r10" \
     "resview-nowatch+runc=RESVIEW_CONFIG=$T/cfg-runc-nowatch.json $SHIM --root $T/r11|runc --root $T/r11" \
+    "nri+runc=runc --root $T/r15" \
     "nri-hook+runc=runc --root $T/r12" \
     "views-mounts+runc=runc --root $T/r13" \
     "crun=$CRUN_V1 --root $T/r3" \
@@ -88,6 +97,8 @@ echo "   views-mounts+X: the floor, X binding the same nine LXCFS files from the
     "musl-exec+crun=$T/passthrough-musl $CRUN_V1 --root $T/r8|$CRUN_V1 --root $T/r8" \
     "resview+crun=RESVIEW_CONFIG=$T/cfg-crun.json $SHIM --root $T/r4|$CRUN_V1 --root $T/r4" \
     "views-mounts+crun=$CRUN_V1 --root $T/r14" || exit 1
+echo "   nri+runc: views given at StartContainer to $(grep -l '"status":"ok"' "$T"/run/state/containers/bench-nri+runc-*/views 2>/dev/null |
+    wc -l) of $((ROUNDS + 3)) containers (their records)"
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # No-ops and the two binaries, static musl, static glibc and dynamic glibc.

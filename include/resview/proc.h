@@ -65,7 +65,7 @@ int rv_mountinfo_line(const char *line, size_t len, struct rv_mount_info *out);
  * children). 0 found; -1, errno ENOENT (not listed) or EIO (unreadable). */
 int rv_mountinfo_lookup(int fd, unsigned long long id, struct rv_mount_info *out, char *buf,
                       size_t size);
-/* The mount id of descriptor fd of ours, from fdinfo (fdinfo_dir: our
+/* The mount id of descriptor fd of ours, from statx (Linux 5.8) or fdinfo (fdinfo_dir: our
  * /proc/self/fdinfo opened; the file system of fd is not asked). 0 or -1. */
 int rv_fd_mnt_id(int fdinfo_dir, int fd, unsigned long long *id);
 

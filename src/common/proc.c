@@ -1,6 +1,7 @@
 /* proc.c - /proc/PID/cgroup, /proc/PID/stat and our uid map (proc.h). */
 #define _GNU_SOURCE
 #include "resview/proc.h"
+#include "resview/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -240,10 +241,18 @@ int rv_mountinfo_lookup(int fd, unsigned long long id, struct rv_mount_info *out
 int rv_fd_mnt_id(int fdinfo_dir, int fd, unsigned long long *id)
 {
     char name[16], buf[512];
+    struct rv_statx sx;
     const char *at;
     ssize_t r;
     int f;
 
+    /* the kernel's attributes (5.8: one call, no request to a FUSE daemon),
+     * else fdinfo */
+    if (rv_statx(fd, "", AT_EMPTY_PATH | RV_AT_STATX_DONT_SYNC, RV_STATX_MNT_ID, &sx) == 0 &&
+        (sx.stx_mask & RV_STATX_MNT_ID)) {
+        *id = sx.stx_mnt_id;
+        return 0;
+    }
     snprintf(name, sizeof(name), "%d", fd);
     f = openat(fdinfo_dir, name, O_RDONLY | O_CLOEXEC);
     if (f < 0)

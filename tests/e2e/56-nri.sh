@@ -204,4 +204,26 @@ t_contains "the pod created meanwhile is named in the log" \
     "$(grep -F "$late_id" "$T/resview.log" | grep -F 'its variables are missing')" "created while the plugin was not registered"
 t_contains "…and gets its views at re-registration" "$(jq -r '.c.exec_log' <"$T/late.out")" "524288 kB"
 t_not_contains "…not its variables" "$(jq -r '.c.exec_log' <"$T/late.out")" "GOMAXPROCS"
+
+# `resview watch` holds the LXCFS files (as the node agent runs it): the
+# adjustment carries no hook and the plugin gives the views itself at
+# containerd's StartContainer (after runc create, before runc start: what the
+# main process and an exec session read); the hook's path stays for the rest
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
+t_cleanup "kill $WATCH"
+wait_for test -S "$T/state/views.sock"
+sleep 1   # its first answer from LXCFS
+seen=$(wc -l <"$T/ctd/log")
+res=$(scenario fast "[$main]")
+id=$(jq -r '.main.id' <<<"$res")
+t_contains "watch holds the files: the main process reads its limit" "$(jq -r '.main.log' <<<"$res")" "524288 kB"
+t_contains "…its variables" "$(jq -r '.main.log' <<<"$res")" "GOMAXPROCS=2"
+t_contains "…an exec session reads it too" "$(jq -r '.main.exec_log' <<<"$res")" "524288 kB"
+t_contains "…given at StartContainer, no hook" "$(grep -F "id=$id" "$T/resview.log")" \
+    "LXCFS views: given at StartContainer"
+t_contains "…from watch's files" "$(grep -F "id=$id" "$T/resview.log" | grep 'LXCFS views: ')" \
+    "cloned from files watch holds"
+t_eq "…recorded for repair" "$(jq -r .status "$T/state/containers/$id/views")" "ok"
+t_eq "…no NRI call of containerd timed out" "$(tail -n +"$((seen + 1))" "$T/ctd/log" | grep -i nri |
+    grep -ciE 'timeout|timed out|deadline')" "0"
 if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20; fi

@@ -198,6 +198,16 @@ t_eq "…the host's MemTotal inside meanwhile" "$(mem_inside vd-$$)" "$host_mem"
 kill -CONT "$LXCFS_PID"
 t_ok "…its views given once LXCFS answers (watch)" wait_for 30 mem_is vd-$$ 524288
 
+# watch itself stopped: its set does not come (the plugin waits for it 20
+# ms at most); no views, recorded; watch's sweep gives them once it runs
+kill -STOP "$WATCH"
+t_ok "watch stopped: started" vstart vw-$$
+ms=$(start_ms vw-$$)
+t_ok "…StartContainer answered in $ms ms" test "$ms" -lt 500
+t_eq "…recorded as down" "$(jq -r .status "$T/state/containers/vw-$$/views")" "lxcfs-down"
+kill -CONT "$WATCH"
+t_ok "…its views given by watch's sweep once it runs" wait_for 30 mem_is vw-$$ 524288
+
 # A tenant's FUSE volumes that never answer: one over the container's
 # /sys/devices/system/cpu whose lookups hang, one over its /proc/meminfo
 # whose statfs hangs (what a look at a mount's type would ask). The plugin

@@ -10,7 +10,7 @@ usage: bench.py ROUNDS WORKDIR ARM=COMMAND... (COMMAND: runtime argv prefix,
        bundle's pristine config.json is restored before every create, as an
        engine writes a fresh one; bundles live in WORKDIR (put it on tmpfs, as
        engines put bundles under /run)."""
-import os, random, shutil, statistics, subprocess, sys, time
+import json, os, random, shutil, statistics, subprocess, sys, time
 
 rounds, work = int(sys.argv[1]), sys.argv[2]
 arms = [a.split("=", 1) for a in sys.argv[3:]]
@@ -36,6 +36,34 @@ def run(cmd, env=None):
         errlog.seek(0)
         sys.exit("bench: %s failed: %s" % (" ".join(cmd), errlog.read().strip()))
 
+# NRI mode (arms named nri+X, with BENCH_NRI="FAKE SOCKET PLUGIN-COMMAND"):
+# the runtime's side of NRI is test_nri_conn's fake (the messages
+# containerd sends, on the plugin's socket), the plugin `resview nri`; before
+# create the plugin's CreateContainer answer, between create and start its
+# StartContainer (the views given there), as containerd orders them.
+nri = None
+if os.environ.get("BENCH_NRI") and any(n.startswith("nri+") for n, _ in arms):
+    fake_bin, nri_sock, plugin_cmd = os.environ["BENCH_NRI"].split(" ", 2)
+    env = dict(os.environ, RESVIEW_NRI_FAKE="%s bench-sync 999999 /bench" % nri_sock)
+    nri = subprocess.Popen([fake_bin], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    def nri_say(line, want):
+        nri.stdin.write(line + "\n")
+        nri.stdin.flush()
+        while True:
+            got = nri.stdout.readline()
+            if not got:
+                sys.exit("bench: the fake NRI runtime ended")
+            if got.startswith(want):
+                return got
+    while not nri.stdout.readline().startswith("listening"):
+        pass
+    plugin = subprocess.Popen(plugin_cmd.split(), stdout=subprocess.DEVNULL, stderr=errlog)
+    nri_say("accept", "synchronized")
+
+def nri_pid(poll, cid):
+    st = subprocess.run(poll + ["state", cid], stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
+    return json.loads(st)["pid"]
+
 for i in range(rounds + 3):           # 3 warm-up rounds, not counted
     order = list(arms)
     random.shuffle(order)
@@ -45,7 +73,16 @@ for i in range(rounds + 3):           # 3 warm-up rounds, not counted
         cid = "bench-%s-%d" % (name, i)
         cmd, env, poll = parse(prefix)
         t0 = time.perf_counter_ns()
+        if nri and name.startswith("nri+"):
+            nri_say("create " + cid, "created " + cid + " ")
         run(cmd + ["create", "--bundle", bundle, cid], env)
+        if nri and name.startswith("nri+"):
+            # containerd has the pid from the shim's answer: its lookup
+            # here (`runc state`) is not counted
+            t_pid = time.perf_counter_ns()
+            pid = nri_pid(poll, cid)
+            t0 += time.perf_counter_ns() - t_pid
+            nri_say("start %s %d" % (cid, pid), "started " + cid + " ")
         run(cmd + ["start", cid], env)
         # /bin/true exits at once; wait for "stopped" before delete
         for _ in range(2000):
@@ -58,6 +95,12 @@ for i in range(rounds + 3):           # 3 warm-up rounds, not counted
         if i >= 3:
             times[name].append((t1 - t0) / 1e6)
 
+if nri:
+    plugin.terminate()
+    plugin.wait()
+    nri.stdin.close()
+    nri.terminate()
+    nri.wait()
 med = {n: statistics.median(v) for n, v in times.items()}
 print("start latency, create+start+delete of busybox /bin/true, %d interleaved rounds" % rounds)
 print("%-22s %10s %10s %10s" % ("arm", "median ms", "p10 ms", "p90 ms"))
@@ -84,5 +127,5 @@ for base in [b for b in med if "+" not in b]:
         continue
     print("in bare execs of %s (%.2f ms), over %s binding the views itself (%s, %+.2f ms over %s):"
           % (base, unit, base, floor, med[floor] - med[base], base))
-    for n in [n for n in med if n.endswith("+" + base) and n.split("+")[0] in ("resview", "nri-hook")]:
+    for n in [n for n in med if n.endswith("+" + base) and n.split("+")[0] in ("resview", "nri", "nri-hook")]:
         print("    %-22s %+.2f ms = %.2f bare execs" % (n, med[n] - med[floor], (med[n] - med[floor]) / unit))
