@@ -101,6 +101,11 @@ struct rv_inject {
     unsigned n_held;                 /* of the clones, made from held descriptors */
 };
 
+/* A container known by its process after pivot_root (a record's: rootfs ""):
+ * pid, its start time, its mount namespace and its root as they are now
+ * (statx without sync: the root may be on a tenant's FUSE, nothing is asked
+ * of it). -1 (err) when the process is gone or cannot be looked at. */
+int rv_inject_of_pid(struct rv_inject *req, pid_t pid, struct rv_error *err);
 /* Add a view; -1 if full or a path is too long. */
 int rv_inject_add(struct rv_inject *req, const char *src, const char *dst);
 /* -1 (host_ns, error) when req->pid is in our mount namespace or pid 1's:

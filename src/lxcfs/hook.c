@@ -566,9 +566,7 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
 int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid)
 {
     struct hook_job *job = rv_shared_alloc(sizeof(*job));
-    struct statx sx;
-    char path[64];
-    cleanup_close int piddir = -1;
+    struct rv_error err;
     int r;
 
     if (!job) {
@@ -577,23 +575,16 @@ int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid
     }
     job->vouch_only = true;
     job->timeout_ms = RV_VIEWS_STARTED_TIMEOUT_MS;
-    job->req.pid = pid;
     job->req.replace_foreign = true;
     /* nothing looked up through a tenant's FUSE (a volume under /sys), no
      * mount at a target asked what it is: nothing here waits on a tenant */
     job->req.check_mounts = job->req.trusted_root = true;
-    /* the process's root (pivoted), known by its identity; its start time
-     * against a reused pid */
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    if ((piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        rv_pid_start_time(piddir, &job->req.start_time) < 0 ||
-        rv_statx(piddir, "root", AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0) {
-        rv_log(RV_WARN, "LXCFS views: process %d: %s; none given", (int)pid, strerror(errno));
+    /* the process's root (pivoted), known by its identity */
+    if (rv_inject_of_pid(&job->req, pid, &err) < 0) {
+        rv_log(RV_WARN, "LXCFS views: %s; none given", err.msg);
         rv_shared_free(job, sizeof(*job));
         return 0;
     }
-    job->req.root_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    job->req.root_ino = sx.stx_ino;
     if (rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0 ||
         rv_snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir,
                     RV_VIEWHOLD_SOCK) < 0) {

@@ -33,6 +33,28 @@ const char *rv_view_state_name(enum rv_view_state s)
     }
 }
 
+int rv_inject_of_pid(struct rv_inject *req, pid_t pid, struct rv_error *err)
+{
+    char path[64];
+    struct statx sx;
+    struct stat ns;
+    cleanup_close int piddir = -1;
+
+    req->pid = pid;
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    if ((piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        rv_pid_start_time(piddir, &req->start_time) < 0)
+        return rv_fail(err, errno, "process %d is gone", (int)pid);
+    if (fstatat(piddir, "ns/mnt", &ns, 0) < 0)
+        return rv_fail(err, errno, "process %d: its mount namespace", (int)pid);
+    req->want_mntns = ns.st_ino;
+    if (rv_statx(piddir, "root", AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0)
+        return rv_fail(err, errno, "process %d: its root", (int)pid);
+    req->root_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    req->root_ino = sx.stx_ino;
+    return 0;
+}
+
 int rv_inject_add(struct rv_inject *req, const char *src, const char *dst)
 {
     struct rv_view *v;

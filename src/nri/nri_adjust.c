@@ -529,8 +529,9 @@ int rv_nri_adjust(struct rv_nri_plugin *p, const nri_pod *pod, const nri_contain
     if (take_env(a, first, err) < 0)
         return -1;
     /* the views by the plugin itself at StartContainer, no hook, where watch
-     * vouches for LXCFS then; not where lxcfs.required wants the hook's own
-     * probe, nor under a request timeout that leaves no room for the bound */
+     * holds the LXCFS files (it vouches for LXCFS then, or none are given);
+     * not where lxcfs.required wants the hook's own probe, nor under a
+     * request timeout that leaves no room for the bound */
     a->views_at_start = a->res.lxcfs_on && p->start_views_ok && !cfg->lxcfs_required &&
                         (p->request_timeout_ms <= 0 || p->request_timeout_ms >= 2 * RV_VIEWS_STARTED_TIMEOUT_MS) &&
                         c->id && rv_safe_name(c->id) && strlen(c->id) < RV_NRI_START_ID &&

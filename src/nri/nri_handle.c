@@ -254,12 +254,6 @@ bool rv_nri_starts_room(void)
     return n_starts < RV_NRI_STARTS;
 }
 
-static void starts_add(const char *id)
-{
-    if (n_starts < RV_NRI_STARTS)
-        snprintf(starts[n_starts++], sizeof(starts[0]), "%s", id);
-}
-
 /* Taken out of the set: whether it was there. */
 static bool starts_take(const char *id)
 {
@@ -270,6 +264,14 @@ static bool starts_take(const char *id)
             return true;
         }
     return false;
+}
+
+/* Once, whatever a runtime's retries of a create ask */
+static void starts_add(const char *id)
+{
+    starts_take(id);
+    if (n_starts < RV_NRI_STARTS)
+        snprintf(starts[n_starts++], sizeof(starts[0]), "%s", id);
 }
 
 /* One field of protobuf's wire with a varint's value (rv_pb_next_field

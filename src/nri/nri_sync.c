@@ -802,35 +802,20 @@ size_t rv_nri_sync_decide(struct rv_nri_plugin *p)
     return kept;
 }
 
-/* The views record of a container the hook never saw: its process (pid and
- * start time), its mount namespace and its root as they are now (statx
- * without sync: the root may be on a tenant's FUSE, nothing is asked of it),
- * rootfs "" (the process's root), every candidate view wanted. 1 written,
- * 0 there is a record already (repair's and watch's), -1 (err). */
+/* The views record of a container the hook never saw: its process as it is
+ * now (rv_inject_of_pid), rootfs "" (the process's root), every candidate
+ * view wanted. 1 written, 0 there is a record already (repair's and
+ * watch's), -1 (err). */
 static int record_one(const struct rv_config *cfg, const char *id, pid_t pid, const char *why,
                       struct rv_inject *req, struct rv_error *err)
 {
-    char path[64];
-    struct statx sx;
-    struct stat ns;
-    cleanup_close int piddir = -1;
     cleanup_json json_t *rec = NULL, *note = NULL;
 
     if (rv_state_exists(cfg, id))
         return 0;
     memset(req, 0, sizeof(*req));
-    req->pid = pid;
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    if ((piddir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        rv_pid_start_time(piddir, &req->start_time) < 0)
-        return rv_fail(err, errno, "process %d is gone", (int)pid);
-    if (fstatat(piddir, "ns/mnt", &ns, 0) < 0)
-        return rv_fail(err, errno, "process %d: its mount namespace", (int)pid);
-    req->want_mntns = ns.st_ino;
-    if (statx(piddir, "root", AT_STATX_DONT_SYNC, STATX_INO, &sx) < 0)
-        return rv_fail(err, errno, "process %d: its root", (int)pid);
-    req->root_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    req->root_ino = sx.stx_ino;
+    if (rv_inject_of_pid(req, pid, err) < 0)
+        return -1;
     snprintf(req->lxcfs_root, sizeof(req->lxcfs_root), "%s", cfg->lxcfs_root);
     for (size_t i = 0; i < rv_lxcfs_ncandidates; i++)
         rv_inject_add(req, rv_lxcfs_candidates[i], rv_lxcfs_candidates[i]);
