@@ -4,6 +4,7 @@
 # and glibc program in front of the runtime); per-exec cost of each binary,
 # musl vs glibc; peak RSS; instruction counts for one create on a ~20 KB
 # Kubernetes-like spec and for the hook; then every tests/bench.d/*.sh.
+# BENCH_ARMS=REGEX: only those start-latency arms (beside plain runc and crun).
 source "$(dirname "$0")/lib/common.sh"
 [ "$(id -u)" = 0 ] || { echo "make bench: run as root" >&2; exit 1; }
 ROUNDS=${ROUNDS:-100}
@@ -80,7 +81,7 @@ echo "   nri+runc: NRI mode as deployed (watch runs): the plugin's CreateContain
 echo "   socket, runc create, its StartContainer (the views, no hook), runc start; the runtime's side: test_nri_conn's fake"
 echo "   nri-hook+runc: NRI mode without watch, the spec as containerd writes it (variables, hook) run by plain runc"
 echo "   views-mounts+X: the floor, X binding the same nine LXCFS files from the spec's mounts (a webhook's way; no bound on a hung LXCFS)"
-RESVIEW_CONFIG=$T/config.json BENCH_NRI="$BUILD/tests/test_nri_conn $T/run/nri.sock $CLI nri --socket $T/run/nri.sock" \
+BENCH_EXEC=$T/noop-musl RESVIEW_CONFIG=$T/config.json BENCH_NRI="$BUILD/tests/test_nri_conn $T/run/nri.sock $CLI nri --socket $T/run/nri.sock" \
 /usr/bin/python3 "$TOP/tests/lib/bench.py" "$ROUNDS" "$T/run" \
     "runc=runc --root $T/r1" \
     "glibc-exec+runc=$T/passthrough-glibc $RUNC --root $T/r5|runc --root $T/r5" \

@@ -223,7 +223,6 @@ t_contains "…given at StartContainer, no hook" "$(grep -F "id=$id" "$T/resview
     "LXCFS views: given at StartContainer"
 t_contains "…from watch's files" "$(grep -F "id=$id" "$T/resview.log" | grep 'LXCFS views: ')" \
     "cloned from files watch holds"
-t_eq "…recorded for repair" "$(jq -r .status "$T/state/containers/$id/views")" "ok"
 t_eq "…no NRI call of containerd timed out" "$(tail -n +"$((seen + 1))" "$T/ctd/log" | grep -i nri |
     grep -ciE 'timeout|timed out|deadline')" "0"
 if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   log: /' "$T/resview.log" | grep -i nri | tail -20; fi
