@@ -19,7 +19,9 @@
  * is not; the decision keeps no more containers than were named (of
  * messages protobuf-c reads), never more than 4096; a CreateContainer answer adjusts
  * only env (names of the env.vars table, never a Slurm job's own) and
- * hooks (one, resview-hook's); nothing reads beyond the input (ASan). */
+ * hooks (one, resview-hook's, or none where the views come at its start); a
+ * StartContainer gives views only to a container a CreateContainer named
+ * (with a pid); nothing reads beyond the input (ASan). */
 #include "fuzz.h"
 #include "nri/nri_msg.h"
 #include "resview/log.h"
@@ -27,6 +29,22 @@
 static struct rv_config cfg;
 static struct rv_host host;
 static struct rv_nri_plugin plugin, streamed;
+
+/* The views at StartContainer (nri.h): watch always holds the files here;
+ * a container given them is one a CreateContainer named, with a real pid. */
+static bool holds(const struct rv_nri_plugin *p)
+{
+    (void)p;
+    return true;
+}
+
+static int started(const struct rv_nri_plugin *p, const char *id, pid_t pid)
+{
+    (void)p;
+    FUZZ_CHECK(id[0] && rv_safe_name(id) && strlen(id) < RV_NRI_START_ID, "started: id `%s`", id);
+    FUZZ_CHECK(pid > 0, "started: pid %d", (int)pid);
+    return 0;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -40,6 +58,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     rv_log_init("nri", &cfg);
     plugin.cfg = streamed.cfg = &cfg;
     plugin.host = streamed.host = &host;
+    plugin.start_views_ok = holds;
+    plugin.start_views = started;
     return 0;
 }
 

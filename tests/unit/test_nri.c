@@ -1413,6 +1413,9 @@ static void seeds(const char *dir)
     req = call(RV_NRI_SERVICE_PLUGIN, "CreateContainer", &f.req.base, &len);
     rv_mux_put(&out, RV_MUX_PLUGIN, 3, RV_TTRPC_REQUEST, 1, req, len, &err);
     free(req);
+    req = state_call(NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER, "c0ffee", 4242, &len);
+    rv_mux_put(&out, RV_MUX_PLUGIN, 5, RV_TTRPC_REQUEST, 1, req, len, &err);
+    free(req);
     Ttrpc__Response resp = TTRPC__RESPONSE__INIT;
     len = ttrpc__response__pack(&resp, buf);
     rv_mux_put(&out, RV_MUX_RUNTIME, 1, RV_TTRPC_RESPONSE, 0, buf, len, &err);
