@@ -63,11 +63,7 @@ t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-
 #    views, and what it reads waits for LXCFS (as it would had LXCFS stopped
 #    a moment later). Said by the log line "M cloned from files watch holds"
 #    (runc: crun runs here in a namespace of its own, tests/lib/crun-v1).
-SOCK=$T/state/views.sock
-fresh() { [ "$(python3 -c 'import socket,struct,sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
-print(struct.unpack_from("=IIQII", d)[4])' "$SOCK")" -le 300 ]; }
-wait_for 5 fresh
+wait_for 5 watch_fresh "$T/state/views.sock"
 kill -STOP "$LXCFS_PID"
 t0=$(date +%s%N)
 start_bg vh-$$; rc=$?
@@ -75,12 +71,7 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 t_eq "stopped after its answer: the container starts" "$rc" "0"
 t_ok "stopped after its answer: the start is not held ($ms ms)" test "$ms" -lt 2500
 t_eq "stopped after its answer: every view mounted from held files" "$(held_of vh-$$)" "$NV"
-inside vh-$$ head -c 9 /proc/meminfo >"$T/vh.out" & reader=$!
-sleep 0.5
-t_ok "stopped after its answer: a read inside waits for LXCFS" kill -0 $reader
-kill -CONT "$LXCFS_PID"
-wait $reader
-t_eq "stopped after its answer: the read completes once LXCFS runs" "$(cat "$T/vh.out")" "MemTotal:"
+stopped_read vh-$$ "stopped after its answer"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"

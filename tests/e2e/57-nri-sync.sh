@@ -156,11 +156,7 @@ t_ok "no watch: a container created" vstart nw-$$
 t_eq "no watch: the adjustment carries the hook" "$(created_with nw-$$)" "1"
 RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 1 >"$T/watch.out" 2>&1 & WATCH=$!
 t_cleanup "kill $WATCH"
-VSOCK=$T/state/views.sock
-fresh() { [ -S "$VSOCK" ] && [ "$(python3 -c 'import socket,struct,sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
-print(struct.unpack_from("=IIQII", d)[4])' "$VSOCK")" -le 300 ]; }
-wait_for 10 fresh
+wait_for 10 watch_fresh "$T/state/views.sock"
 t_ok "watch holds the files: a container created and started" vstart vs-$$
 t_eq "…its adjustment carries no hook" "$(created_with vs-$$)" "0"
 t_contains "…its StartContainer answered OK" "$(grep "^started vs-$$" "$T/fake.out")" "code 0"
@@ -172,18 +168,13 @@ t_eq "…recorded for repair" "$(jq -r .status "$T/state/containers/vs-$$/views"
 # LXCFS stopped right after its answer to watch: the views are given from
 # watch's files (no FUSE request), the start is not held; a read inside
 # waits for LXCFS as it would had LXCFS stopped a moment later
-wait_for 5 fresh
+wait_for 5 watch_fresh "$T/state/views.sock"
 kill -STOP "$LXCFS_PID"
 t_ok "stopped after its answer: started" vstart vh-$$
 ms=$(start_ms vh-$$)
 t_ok "…StartContainer answered in $ms ms (not held)" test "$ms" -lt 500
 t_eq "…every view given from watch's files" "$(held_of vh-$$)" "$NV"
-inside vh-$$ head -c 9 /proc/meminfo >"$T/vh.out" & reader=$!
-sleep 0.5
-t_ok "…a read inside waits for LXCFS" kill -0 $reader
-kill -CONT "$LXCFS_PID"
-wait $reader
-t_eq "…and completes once LXCFS runs" "$(cat "$T/vh.out")" "MemTotal:"
+stopped_read vh-$$ "…"
 
 # LXCFS stopped long enough that watch no longer vouches: no views, no
 # wait; recorded, and watch gives them once LXCFS answers again

@@ -20,6 +20,21 @@ inside() { local id=$1; shift; $(rt_cmd "$(rt_of "$id")") exec "$id" "$@" 2>&1; 
 mem_inside() { inside "$1" grep MemTotal /proc/meminfo | awk '{print $2}'; }
 # the hook's own count in the log: "N mounted (M cloned from files watch holds)"
 held_of() { grep "id=$1: LXCFS views" "$T/resview.log" | tail -1 | sed -n 's/.*(\([0-9]*\) cloned from files watch holds).*/\1/p'; }
+# watch_fresh SOCK: watch's set on SOCK says LXCFS answered at most 300 ms ago
+watch_fresh() { [ -S "$1" ] && [ "$(python3 -c 'import socket,struct,sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); d = s.recv(64)
+print(struct.unpack_from("=IIQII", d)[4])' "$1")" -le 300 ]; }
+# stopped_read ID LABEL: LXCFS stopped (SIGSTOP), a read of a view inside ID
+# waits for it; continued (SIGCONT), the read completes
+stopped_read() {
+    local id=$1 label=$2 reader
+    inside "$id" head -c 9 /proc/meminfo >"$T/$id.read" & reader=$!
+    sleep 0.5
+    t_ok "$label: a read inside waits for LXCFS" kill -0 $reader
+    kill -CONT "$LXCFS_PID"
+    wait $reader
+    t_eq "$label: the read completes once LXCFS runs" "$(cat "$T/$id.read")" "MemTotal:"
+}
 # LXCFS file mounts in the container's mount table
 views_of() { grep fuse.lxcfs "/proc/$(pid_of "$1")/mountinfo" | awk '$4 != "/" {print $5}'; }
 # distinct counts of LXCFS mounts per target: "1 " when nothing is stacked
