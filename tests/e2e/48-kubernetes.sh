@@ -326,6 +326,13 @@ if [ "$MODE" = nri ]; then
     run_pod w1 "$WORKLOAD"; WORKLOADS=w1
     t_eq "nri: a workload created with the default runtime (runc, no runtime class)" "$(cat "$T/w1.err")" ""
     t_ok "nri: it reads its views (MemTotal of its limit)" all_views 20
+    # with the agent's watch holding the files the views come at StartContainer
+    # from the plugin in the agent's pod: no hook in the spec, its record there
+    w1=$(cid w1 main)
+    spec=$NODE/run/containerd/io.containerd.runtime.v2.task/k8s.io/$w1/config.json
+    t_ok "nri: its spec carries no hook (the views given at StartContainer)" \
+        sh -c "test -f '$spec' && ! grep -q resview-hook '$spec'"
+    t_eq "nri: …recorded by the plugin" "$(jq -r .status "$NODE/run/resview/containers/$w1/views" 2>&1)" "ok"
     t_contains "nri: GOMAXPROCS=1 (its 1 CPU)" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
     # doctor as an operator runs it: kubectl -n resview-system exec ds/resview-node -- resview doctor
     out=$(timeout 60 $KUBELET exec "$SOCK" "$(cid agent1 agent)" --timeout 30 -- /usr/local/bin/resview doctor 2>&1)
