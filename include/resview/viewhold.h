@@ -65,6 +65,8 @@ void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out);
  * (-1: nothing to take); take receives from it and closes it (c -1: out
  * holds nothing). */
 int rv_viewhold_ask(const char *sock);
+/* Where a client reaches the holder: host_state_dir/views.sock (-1 too long). */
+int rv_viewhold_path(const struct rv_config *cfg, char *out, size_t size);
 void rv_viewhold_take(int c, dev_t live_dev, struct rv_viewhold *out);
 
 /* `resview watch`'s side: open the candidates of the LXCFS at root (device

@@ -537,12 +537,36 @@ static int hook_enroot_job(struct rv_config *cfg, struct hook_job *job)
     return run_views(cfg, id, job);
 }
 
-/* Run one hook mode with its job in memory shared with the bounded child
- * (see bounded.h). */
+/* A job in memory shared with the bounded child (see bounded.h), watch's set
+ * asked for now and taken in the child: watch answers meanwhile
+ * (viewhold.h). NULL: no memory (errno). */
+static struct hook_job *job_new(const struct rv_config *cfg)
+{
+    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+
+    if (!job)
+        return NULL;
+    if (rv_viewhold_path(cfg, job->req.holder, sizeof(job->req.holder)) < 0)
+        job->req.holder[0] = '\0';
+    job->ask = rv_viewhold_ask(job->req.holder);
+    return job;
+}
+
+/* Its end: a set not taken (no views to mount) closed; the memory kept
+ * where a child left behind may still finish a request into it. */
+static void job_end(struct hook_job *job)
+{
+    if (job->ask >= 0)
+        close(job->ask);
+    if (!rv_bounded_left_behind())
+        rv_shared_free(job, sizeof(*job));
+}
+
+/* Run one hook mode with its job. */
 static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *, struct hook_job *),
                            const char *root_path)
 {
-    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+    struct hook_job *job = job_new(cfg);
     int r;
 
     if (!job) {
@@ -550,24 +574,16 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
         return 1;
     }
     job->root_path = root_path;
-    /* watch's set asked for now, taken in the bounded child: watch answers
-     * meanwhile (viewhold.h) */
-    if (rv_snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir,
-                    RV_VIEWHOLD_SOCK) < 0)
-        job->req.holder[0] = '\0';
-    job->ask = rv_viewhold_ask(job->req.holder);
     r = mode(cfg, job);
-    if (job->ask >= 0)   /* not taken: no views to mount */
-        close(job->ask);
-    rv_shared_free(job, sizeof(*job));
+    job_end(job);
     return r;
 }
 
 int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid)
 {
-    struct hook_job *job = rv_shared_alloc(sizeof(*job));
+    struct hook_job *job = job_new(cfg);
     struct rv_error err;
-    int r;
+    int r = 0;
 
     if (!job) {
         rv_log(RV_WARN, "LXCFS views: shared memory: %s; none given", strerror(errno));
@@ -580,23 +596,13 @@ int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid
      * mount at a target asked what it is: nothing here waits on a tenant */
     job->req.check_mounts = job->req.trusted_root = true;
     /* the process's root (pivoted), known by its identity */
-    if (rv_inject_of_pid(&job->req, pid, &err) < 0) {
+    if (rv_inject_of_pid(&job->req, pid, &err) < 0)
         rv_log(RV_WARN, "LXCFS views: %s; none given", err.msg);
-        rv_shared_free(job, sizeof(*job));
-        return 0;
-    }
-    if (rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0 ||
-        rv_snprintf(job->req.holder, sizeof(job->req.holder), "%s/%s", cfg->host_state_dir,
-                    RV_VIEWHOLD_SOCK) < 0) {
-        rv_log(RV_WARN, "LXCFS views: a path too long; none given");
-        rv_shared_free(job, sizeof(*job));
-        return 0;
-    }
-    job->ask = rv_viewhold_ask(job->req.holder);
-    r = run_views(cfg, id, job);
-    /* a child left behind may still finish a request into the job: keep it */
-    if (!rv_bounded_left_behind())
-        rv_shared_free(job, sizeof(*job));
+    else if (rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0)
+        rv_log(RV_WARN, "LXCFS views: lxcfs.root: path too long; none given");
+    else
+        r = run_views(cfg, id, job);
+    job_end(job);
     return r;
 }
 

@@ -127,6 +127,11 @@ int rv_viewhold_recv(int c, struct rv_viewhold *out)
     return 0;
 }
 
+int rv_viewhold_path(const struct rv_config *cfg, char *out, size_t size)
+{
+    return rv_snprintf(out, size, "%s/%s", cfg->host_state_dir, RV_VIEWHOLD_SOCK) < 0 ? -1 : 0;
+}
+
 int rv_viewhold_ask(const char *sock)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -162,15 +162,13 @@ static size_t put_varint(uint8_t *o, uint64_t v)
 int rv_pb_next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
                      uint64_t *len)
 {
-    uint64_t v;
-
     *data = NULL;
     *len = 0;
     if (rv_pb_varint(p, end, key) < 0)
         return -1;
     switch (*key & 7) {
     case 0:
-        return rv_pb_varint(p, end, &v);
+        return rv_pb_varint(p, end, len);
     case 1:
     case 5:
         if ((size_t)(end - *p) < ((*key & 7) == 1 ? 8u : 4u))

@@ -274,23 +274,6 @@ static void starts_add(const char *id)
         snprintf(starts[n_starts++], sizeof(starts[0]), "%s", id);
 }
 
-/* One field of protobuf's wire with a varint's value (rv_pb_next_field
- * skips it). */
-static int pb_field(const uint8_t **q, const uint8_t *end, uint64_t *key, uint64_t *val,
-                    const uint8_t **data, uint64_t *len)
-{
-    const uint8_t *at = *q;
-
-    *val = 0;
-    if (rv_pb_next_field(q, end, key, data, len) < 0)
-        return -1;
-    if ((*key & 7) == 0) {
-        rv_pb_varint(&at, end, key);
-        return rv_pb_varint(&at, end, val);
-    }
-    return 0;
-}
-
 /* StateChange: a StateChangeEvent (event 1, container 3: its id 1 and pid
  * 12), read on the wire: the tenant's variables are skipped in place, not
  * unpacked. A container in the set gets its views as it starts; a removed
@@ -300,24 +283,25 @@ static int state_change(struct rv_nri_plugin *p, const ProtobufCBinaryData *in, 
                         size_t *out_len)
 {
     const uint8_t *q = in->data, *end = in->data + in->len, *d, *ctr = NULL;
-    uint64_t key, val, n, event = 0, pid = 0, ctr_len = 0;
+    uint64_t key, n, event = 0, pid = 0, ctr_len = 0;
     char id[RV_NRI_START_ID] = "";
 
-    while (q < end && pb_field(&q, end, &key, &val, &d, &n) == 0) {
+    /* (a varint's value in n: rv_pb_next_field) */
+    while (q < end && rv_pb_next_field(&q, end, &key, &d, &n) == 0) {
         if (key == (1 << 3 | 0))
-            event = val;
+            event = n;
         if (key == (3 << 3 | 2)) {
             ctr = d;
             ctr_len = n;
         }
     }
-    for (q = ctr, end = ctr ? ctr + ctr_len : NULL; q && q < end && pb_field(&q, end, &key, &val, &d, &n) == 0;) {
+    for (q = ctr, end = ctr ? ctr + ctr_len : NULL; q && q < end && rv_pb_next_field(&q, end, &key, &d, &n) == 0;) {
         if (key == (1 << 3 | 2) && n < sizeof(id)) {
             memcpy(id, d, n);
             id[n] = '\0';
         }
         if (key == (12 << 3 | 0))
-            pid = val;
+            pid = n;
     }
     if (event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER && id[0]) {
         starts_take(id);

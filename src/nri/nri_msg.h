@@ -62,8 +62,9 @@ bool rv_nri_serves(const struct rv_config *cfg, const char *handler);
 /* Protobuf's wire, as the cuts read it (nri_adjust.c): a varint of
  * [*p, end) (-1 when it runs off the end or past 64 bits), *p moved past it;
  * one field, *p moved past it: its key, and for a length-delimited one (wire
- * type 2) its content [*data, *data + *len). -1 when it is malformed (groups
- * too: protobuf-c has none). */
+ * type 2) its content [*data, *data + *len), for a varint (wire type 0) its
+ * value in *len (*data NULL). -1 when it is malformed (groups too:
+ * protobuf-c has none). */
 int rv_pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
 int rv_pb_next_field(const uint8_t **p, const uint8_t *end, uint64_t *key, const uint8_t **data,
                      uint64_t *len);

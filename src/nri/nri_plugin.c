@@ -149,8 +149,8 @@ static bool start_views_ok(const struct rv_nri_plugin *p)
     char sock[PATH_MAX];
     struct stat st;
 
-    return rv_snprintf(sock, sizeof(sock), "%s/%s", p->cfg->host_state_dir, RV_VIEWHOLD_SOCK) >= 0 &&
-           stat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+    return rv_viewhold_path(p->cfg, sock, sizeof(sock)) == 0 && stat(sock, &st) == 0 &&
+           S_ISSOCK(st.st_mode);
 }
 
 static int start_views(const struct rv_nri_plugin *p, const char *id, pid_t pid)
