@@ -54,6 +54,7 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
 {
     struct rv_repair_opts o = { 0 };
     struct sigaction sa;
+    sigset_t stops, waiting_mask;
     cleanup_close int fd = -1;
     struct rv_viewhold_server *vh = NULL;
     struct rv_metrics_server *metrics = NULL;
@@ -82,10 +83,20 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
             return 2;
         }
     }
+    /* SIGTERM and SIGINT are taken only inside ppoll(): one that came
+     * between the loop's test and the wait would otherwise be lost to a wait
+     * with no end (interval 0). Blocked before the servers' threads start,
+     * so they inherit it. */
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;   /* no SA_RESTART: poll() returns */
+    sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigprocmask(SIG_BLOCK, &stops, &waiting_mask);
+    sigdelset(&waiting_mask, SIGTERM);
+    sigdelset(&waiting_mask, SIGINT);
     fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         rv_log(RV_ERROR, "watch: open /proc/self/mountinfo: %s", strerror(errno));
@@ -158,8 +169,9 @@ int rv_cmd_watch(const struct rv_config *cfg, int argc, char **argv)
         }
         if (interval && rv_now_ms() >= next_sweep)
             next_sweep = rv_now_ms() + (long)interval * 1000;
-        if (poll(&p, 1, waiting ? RETRY_MS : interval ? (int)(next_sweep - rv_now_ms()) : -1) < 0 &&
-            errno != EINTR) {
+        long ms = waiting ? RETRY_MS : interval ? next_sweep - rv_now_ms() : 0;
+        struct timespec left = { .tv_sec = ms > 0 ? ms / 1000 : 0, .tv_nsec = ms > 0 ? ms % 1000 * 1000000 : 0 };
+        if (ppoll(&p, 1, waiting || interval ? &left : NULL, &waiting_mask) < 0 && errno != EINTR) {
             rv_log(RV_ERROR, "watch: poll: %s", strerror(errno));
             rv_viewhold_unlink(vh);
             return 1;

@@ -75,3 +75,19 @@ stopped_read vh-$$ "stopped after its answer"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"
+
+# 5. A SIGTERM at any moment stops watch, even one that comes while it is busy
+#    just before it waits with no end (interval 0, no LXCFS: its first look
+#    is where such a signal used to be lost, 1 start in 10).
+jq --arg r "$T/no-lxcfs" --arg s "$T/state-term" '.lxcfs.root = $r | .state_dir = $s' \
+    "$T/config.json" >"$T/cfg-term.json"
+late=0
+for i in $(seq 40); do
+    RESVIEW_CONFIG=$T/cfg-term.json "$CLI" watch --interval 0 >/dev/null 2>&1 & w=$!
+    sleep "0.00$((i % 4))"
+    kill $w
+    for _ in $(seq 40); do kill -0 $w 2>/dev/null || break; sleep 0.05; done
+    kill -0 $w 2>/dev/null && { late=$((late + 1)); kill -9 $w; }
+    wait $w 2>/dev/null
+done
+t_eq "watch: stops on SIGTERM whenever it comes (40 tries, 0-3 ms after its start)" "$late" "0"
