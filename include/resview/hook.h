@@ -43,14 +43,16 @@ int rv_hook_rootfs_path(const char *root_path, const char *bundle, char *out, si
 json_t *rv_views_record(const struct rv_inject *req, const char *status, const char *why);
 
 /* The views of a container whose process has pivoted and waits to be
- * started, given by a long-running process instead of a hook (the NRI
- * plugin at StartContainer): only where `resview watch` vouches for LXCFS
+ * started, given without a hook (the NRI plugin at StartContainer,
+ * resview-runtime at `start`): only where `resview watch` vouches for LXCFS
  * (viewhold.h), so that nothing here asks LXCFS anything and no caller waits
  * on it; otherwise recorded "lxcfs-down" for watch's repair. Logged,
  * recorded and counted as the hook does; 1 where lxcfs.required refuses the
- * start, else 0. */
+ * start, else 0. start: the process's start time as its runtime recorded it
+ * (a pid used again since is not taken for the container); 0: not checked. */
 #define RV_VIEWS_STARTED_TIMEOUT_MS 1000   /* under NRI's 2 s request timeout */
-int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid);
+int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid,
+                          unsigned long long start);
 
 /* main() of resview-hook; returns the exit code. */
 int rv_hook_main(int argc, char **argv);

@@ -39,6 +39,8 @@ int rv_state_read(const struct rv_config *cfg, const char *id, const char *file,
                   struct rv_error *err);
 /* Remove the whole record of id (no record: 0). */
 int rv_state_remove(const struct rv_config *cfg, const char *id, struct rv_error *err);
+/* Remove one file of a record (none: 0). */
+int rv_state_unlink(const struct rv_config *cfg, const char *id, const char *file);
 /* Whether id has a record directory. */
 bool rv_state_exists(const struct rv_config *cfg, const char *id);
 /* stat() of one file of a record (-1, errno ENOENT: none). */

@@ -67,6 +67,9 @@ void rv_viewhold_get(const char *sock, dev_t live_dev, struct rv_viewhold *out);
 int rv_viewhold_ask(const char *sock);
 /* Where a client reaches the holder: host_state_dir/views.sock (-1 too long). */
 int rv_viewhold_path(const struct rv_config *cfg, char *out, size_t size);
+/* Whether a holder listens on its socket now, as root (not a socket left
+ * behind; whether it vouches for LXCFS is asked later, as files are taken). */
+bool rv_viewhold_served(const struct rv_config *cfg);
 void rv_viewhold_take(int c, dev_t live_dev, struct rv_viewhold *out);
 
 /* `resview watch`'s side: open the candidates of the LXCFS at root (device

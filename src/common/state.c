@@ -274,6 +274,18 @@ bool rv_state_exists(const struct rv_config *cfg, const char *id)
            S_ISDIR(st.st_mode);
 }
 
+int rv_state_unlink(const struct rv_config *cfg, const char *id, const char *file)
+{
+    char path[PATH_MAX];
+
+    if (!rv_safe_name(id) ||
+        rv_snprintf(path, sizeof(path), "%s/containers/%s/%s", cfg->state_dir, id, file) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 int rv_state_stat(const struct rv_config *cfg, const char *id, const char *file, struct stat *st)
 {
     char path[PATH_MAX];

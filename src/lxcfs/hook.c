@@ -579,7 +579,8 @@ static int with_shared_job(struct rv_config *cfg, int (*mode)(struct rv_config *
     return r;
 }
 
-int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid)
+int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid,
+                          unsigned long long start)
 {
     struct hook_job *job = job_new(cfg);
     struct rv_error err;
@@ -598,6 +599,9 @@ int rv_hook_views_started(const struct rv_config *cfg, const char *id, pid_t pid
     /* the process's root (pivoted), known by its identity */
     if (rv_inject_of_pid(&job->req, pid, &err) < 0)
         rv_log(RV_WARN, "LXCFS views: %s; none given", err.msg);
+    else if (start && job->req.start_time != start)
+        rv_log(RV_WARN, "LXCFS views: process %d is not the container's (started at %llu, "
+               "its runtime says %llu); none given", (int)pid, job->req.start_time, start);
     else if (rv_snprintf(job->req.lxcfs_root, sizeof(job->req.lxcfs_root), "%s", cfg->lxcfs_root) < 0)
         rv_log(RV_WARN, "LXCFS views: lxcfs.root: path too long; none given");
     else

@@ -132,6 +132,17 @@ int rv_viewhold_path(const struct rv_config *cfg, char *out, size_t size)
     return rv_snprintf(out, size, "%s/%s", cfg->host_state_dir, RV_VIEWHOLD_SOCK) < 0 ? -1 : 0;
 }
 
+bool rv_viewhold_served(const struct rv_config *cfg)
+{
+    char sock[PATH_MAX];
+    int c;
+
+    if (rv_viewhold_path(cfg, sock, sizeof(sock)) < 0 || (c = rv_viewhold_ask(sock)) < 0)
+        return false;
+    close(c);
+    return true;
+}
+
 int rv_viewhold_ask(const char *sock)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -142,20 +142,16 @@ static int send_msg(int fd, uint32_t conn, uint32_t stream, uint8_t type, uint8_
     return r;
 }
 
-/* Views at StartContainer (nri.h): watch holds the LXCFS files now (its
- * socket is there; whether it vouches is asked as the container starts). */
+/* Views at StartContainer (nri.h): watch holds the LXCFS files now
+ * (viewhold.h; whether it vouches is asked as the container starts). */
 static bool start_views_ok(const struct rv_nri_plugin *p)
 {
-    char sock[PATH_MAX];
-    struct stat st;
-
-    return rv_viewhold_path(p->cfg, sock, sizeof(sock)) == 0 && stat(sock, &st) == 0 &&
-           S_ISSOCK(st.st_mode);
+    return rv_viewhold_served(p->cfg);
 }
 
 static int start_views(const struct rv_nri_plugin *p, const char *id, pid_t pid)
 {
-    return rv_hook_views_started(p->cfg, id, pid);
+    return rv_hook_views_started(p->cfg, id, pid, 0);
 }
 
 /* One call of the runtime answered: a request come whole (m), or the

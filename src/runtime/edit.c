@@ -171,5 +171,5 @@ int rv_spec_edit(json_t *root, const struct rv_edit_ctx *ctx, struct rv_edit_res
     }
     /* the hook gets root.path handed over: it never reads the spec file,
      * whichever file it was (crun --config) */
-    return rv_spec_set_hook(root, cfg, ctx->bundle, res->lxcfs_on, err);
+    return rv_spec_set_hook(root, cfg, ctx->bundle, res->lxcfs_on && !ctx->views_at_start, err);
 }

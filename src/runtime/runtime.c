@@ -93,7 +93,7 @@ static void gpu_runtime(const struct rv_config *cfg, const struct rv_args *a, ch
         rv_log(RV_WARN, "%s: the container starts through `%s`, without NVIDIA's runtime", why, next);
 }
 
-/* Every subcommand but create, run, exec and delete is passed through: args,
+/* Every subcommand but create, run, start, exec and delete is passed through: args,
  * configuration (the next runtime), the loop guard, and the exec. */
 int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
 {
@@ -149,6 +149,8 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
     } else if (a.sub && (strcmp(a.sub, "create") == 0 || strcmp(a.sub, "run") == 0)) {
         rv_log(RV_WARN, "%s: `%s` would not run this command line as resview reads it; the "
                "bundle is left as it is", a.sub, next);
+    } else if (a.sub && strcmp(a.sub, "start") == 0 && cfg_ok) {
+        rv_shim_start(&cfg, &a);
     } else if (a.sub && strcmp(a.sub, "exec") == 0) {
         if (rv_shim_exec(&cfg, &a, &err) < 0)
             rv_log(RV_WARN, "exec: variables not added: %s", err.msg);

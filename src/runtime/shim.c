@@ -8,10 +8,12 @@
 #include "resview/envvars.h"
 #include "resview/fuse.h"
 #include "resview/gpus.h"
+#include "resview/hook.h"
 #include "resview/log.h"
 #include "resview/proc.h"
 #include "resview/spec.h"
 #include "resview/state.h"
+#include "resview/viewhold.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,6 +98,57 @@ static const char *runtime_root(const struct rv_args *a, const char *next, char 
     return NULL;
 }
 
+/* The pid of the container's init from the state the next runtime keeps
+ * (runc: <root>/<id>/state.json, init_process_pid; crun: <root>/<id>/status,
+ * pid), and its start time as recorded there (0: none); 0 when unknown. */
+static pid_t init_pid(const char *root, const char *id, unsigned long long *start)
+{
+    static const struct { const char *file, *key, *start; } where[] = {
+        { "state.json", "init_process_pid", "init_process_start" },
+        { "status", "pid", "process-start-time" },
+    };
+    char p[PATH_MAX];
+
+    for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+        cleanup_free char *text = NULL;
+        cleanup_json json_t *st = NULL;
+        struct rv_error e;
+        struct stat sb;
+        size_t len;
+        json_int_t pid;
+        if (rv_snprintf(p, sizeof(p), "%s/%s/%s", root, id, where[i].file) < 0 ||
+            rv_read_file_at(AT_FDCWD, p, RV_SPEC_MAX, &text, &len, &sb, &e) < 0 ||
+            rv_json_parse(text, len, p, &st, &e) < 0)
+            continue;
+        pid = json_integer_value(json_object_get(st, where[i].key));
+        if (pid > 0 && pid <= INT32_MAX) {
+            json_int_t t = json_integer_value(json_object_get(st, where[i].start));
+            *start = t > 0 ? (unsigned long long)t : 0;
+            return (pid_t)pid;
+        }
+    }
+    return 0;
+}
+
+/* The views at `start` (rv_shim_start) instead of a hook: where `resview
+ * watch` holds the LXCFS files (it vouches for LXCFS then, or none are
+ * given, and no start waits on LXCFS), for `create` (`run` has no moment
+ * between), where the next runtime's state tells the container's process,
+ * and not where lxcfs.required wants the hook's own probe. A second resview
+ * in a runtime chain follows the first one's choice. */
+static bool views_at_start(const struct rv_config *cfg, const struct rv_args *a, const char *root)
+{
+    const char *chain = getenv(RV_CHAIN_ENV);
+    struct stat st;
+
+    if (cfg->lxcfs_required || !root || !a->sub || strcmp(a->sub, "create") != 0 || !a->id ||
+        !rv_safe_name(a->id))
+        return false;
+    if (chain && *chain)
+        return rv_state_stat(cfg, a->id, RV_START_RECORD, &st) == 0;
+    return rv_viewhold_served(cfg);
+}
+
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                    const struct rv_args *a, const char *next, bool fuse_runtime,
                    struct rv_error *err)
@@ -115,10 +168,14 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
             return rv_fail(err, errno, "--config `%s`", a->config);
         other = file;
     }
-    char bundle[PATH_MAX];
+    char bundle[PATH_MAX], root_buf[PATH_MAX];
+    const char *root = runtime_root(a, next, root_buf, sizeof(root_buf));
+    bool hook_missing = access(cfg->hook_path, X_OK) != 0;
     struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
-                               .hook_missing = access(cfg->hook_path, X_OK) != 0,
+                               .views_at_start = views_at_start(cfg, a, root),
                                .fuse_runtime = fuse_runtime };
+
+    ctx.hook_missing = hook_missing && !ctx.views_at_start;
     if (realpath(a->bundle ? a->bundle : ".", bundle))
         ctx.bundle = bundle;
     if (rv_spec_load_file(&spec, a->bundle ? a->bundle : ".", other, &rv_gpus_spec_extra, err) < 0)
@@ -135,6 +192,20 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
     }
+    if (res.lxcfs_on && ctx.views_at_start) {
+        /* the record that has `start` give them, written before the spec
+         * without the hook is; where it cannot be: the hook after all */
+        cleanup_json json_t *rec = json_pack("{s:s}", "runtime_root", root);
+        struct rv_error e2;
+        if (!rec || rv_state_write(cfg, a->id, RV_START_RECORD, rec, &e2) < 0) {
+            rv_log(RV_WARN, "LXCFS views: not left for `start` (%s): %s", rec ? e2.msg : "no memory",
+                   hook_missing ? "none given" : "the hook gives them");
+            if (hook_missing)
+                res.lxcfs_on = false;
+            else if (rv_spec_set_hook(spec.root, cfg, ctx.bundle, true, err) < 0)
+                goto out;
+        }
+    }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;
     if (!getenv(RV_CHAIN_ENV) || !*getenv(RV_CHAIN_ENV))   /* once per start: the first shim */
@@ -150,8 +221,6 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                res.limits.cpus_why, mem, res.limits.gpus, changed ? "" : " (spec unchanged)");
     }
     if (res.env_on && a->id && rv_safe_name(a->id)) {
-        char buf[PATH_MAX];
-        const char *root = runtime_root(a, next, buf, sizeof(buf));
         cleanup_json json_t *rec = json_pack("{s:o}", "env",
                                              injected_pairs(&res.plan, rv_json_path(spec.root, "process.env")));
         struct rv_error e2;
@@ -166,32 +235,29 @@ out:
     return r;
 }
 
-/* The pid of the container's init from the state the next runtime keeps
- * (runc: <root>/<id>/state.json, init_process_pid; crun: <root>/<id>/status,
- * pid); 0 when unknown. */
-static pid_t init_pid(const char *root, const char *id)
+void rv_shim_start(const struct rv_config *cfg, const struct rv_args *a)
 {
-    static const struct { const char *file, *key; } where[] = {
-        { "state.json", "init_process_pid" }, { "status", "pid" },
-    };
-    char p[PATH_MAX];
+    cleanup_json json_t *rec = NULL;
+    unsigned long long start = 0;
+    struct rv_error err;
+    const char *root;
+    pid_t pid = 0;
 
-    for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
-        cleanup_free char *text = NULL;
-        cleanup_json json_t *st = NULL;
-        struct rv_error e;
-        struct stat sb;
-        size_t len;
-        json_int_t pid;
-        if (rv_snprintf(p, sizeof(p), "%s/%s/%s", root, id, where[i].file) < 0 ||
-            rv_read_file_at(AT_FDCWD, p, RV_SPEC_MAX, &text, &len, &sb, &e) < 0 ||
-            rv_json_parse(text, len, p, &st, &e) < 0)
-            continue;
-        pid = json_integer_value(json_object_get(st, where[i].key));
-        if (pid > 0 && pid <= INT32_MAX)
-            return (pid_t)pid;
+    if (!a->id || !rv_safe_name(a->id))
+        return;
+    if (rv_state_read(cfg, a->id, RV_START_RECORD, &rec, &err) < 0) {
+        if (errno != ENOENT)
+            rv_log(RV_WARN, "LXCFS views: %s; none given", err.msg);
+        return;
     }
-    return 0;
+    root = json_string_value(json_object_get(rec, "runtime_root"));
+    if (!root || !(pid = init_pid(root, a->id, &start)))
+        rv_log(RV_WARN, "LXCFS views: the container's process is not in its runtime's state "
+               "(`%s`); none given", root ? root : "");
+    else
+        rv_hook_views_started(cfg, a->id, pid, start);
+    if (rv_state_unlink(cfg, a->id, RV_START_RECORD) < 0)
+        rv_log(RV_WARN, "LXCFS views: `start` record not removed: %s", strerror(errno));
 }
 
 /* An update (an in-place pod resize, docker update, runc update, which need
@@ -209,8 +275,9 @@ static void refresh_pairs(const struct rv_config *cfg, json_t *rec, const char *
     json_t *v;
     size_t i;
     pid_t pid;
+    unsigned long long start;
 
-    if (!root || !spec || !none || (pid = init_pid(root, id)) == 0)
+    if (!root || !spec || !none || (pid = init_pid(root, id, &start)) == 0)
         return;
     rv_host_defaults(&host);
     snprintf(host.self_cgroup, sizeof(host.self_cgroup), "/proc/%d/cgroup", (int)pid);

@@ -12,6 +12,11 @@
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
                    const struct rv_args *a, const char *next, bool fuse_runtime,
                    struct rv_error *err);
+/* The LXCFS views at `start`, without a hook, where create left them for
+ * then (RV_START_RECORD): given as the NRI plugin gives them at
+ * StartContainer (hook.h rv_hook_views_started). Never fails the start. */
+#define RV_START_RECORD "start"   /* <state_dir>/containers/<id>/start: {"runtime_root"} */
+void rv_shim_start(const struct rv_config *cfg, const struct rv_args *a);
 /* exec --process FILE: add the recorded variables the process does not set. */
 int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err);
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # `resview watch`: heals without a command when LXCFS comes back (killed and
-# restarted; started late). The hook with a hung LXCFS: the container starts.
+# restarted; started late). A hung LXCFS: the container starts, through the
+# hook (`run`) and at `start` (create then start: no hook where watch runs).
 source "$(dirname "$0")/../lib/common.sh"
 
 export LXCFS_DIR=$T/lxcfs
@@ -35,8 +36,9 @@ t_eq "watch: one LXCFS mount per target in all eight" "$one" "8"
 t_ok "watch: still running" kill -0 $WATCH
 
 # 3. A hung LXCFS (stopped), its last answer to watch older than 1.5 s: the
-#    hook probes LXCFS itself, gives up within its bound and the container
-#    starts with host values; recorded for a later repair. No mount event
+#    hook (`run`) probes LXCFS itself, gives up within its bound and the
+#    container starts with host values; at `start` watch does not vouch, so
+#    none are given and nothing waits. Recorded for a later repair. No mount event
 #    announces that LXCFS answers again: watch notices through its periodic
 #    look (--interval), then repairs.
 kill -STOP "$LXCFS_PID"
@@ -47,8 +49,12 @@ t_eq "hung LXCFS: container starts" "$rc" "0"
 t_contains "hung LXCFS: with host values" "$out" "$host_mem"
 t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/hung-$$/views")" "lxcfs-down"
 t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
+t0=$(date +%s%N)
 start_bg hw-$$
-t_eq "hung LXCFS: a long-running container starts with host values" "$(mem_inside hw-$$)" "$host_mem"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+t_ok "hung LXCFS, at start: the start is not held ($ms ms)" test "$ms" -lt 2500
+t_eq "hung LXCFS, at start: a long-running container starts with host values" "$(mem_inside hw-$$)" "$host_mem"
+t_contains "hung LXCFS, at start: watch does not vouch, logged" "$(grep "id=hw-$$" "$T/resview.log")" "does not vouch"
 kill -CONT "$LXCFS_PID"
 t_ok "watch: views attached once LXCFS answers again" wait_for 30 healed hw-$$
 hung_dropped() { [ ! -e "$T/state/containers/hung-$$" ]; }
@@ -57,12 +63,12 @@ t_contains "watch: says what it repaired" "$(cat "$T/watch.out")" "repaired hw-$
 t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-$$"
 
 # 4. LXCFS stops right after it answered watch (its prober reads a held file
-#    every 0.5 s): the hook, given watch's set and its answer of a moment
+#    every 0.5 s): at `start`, given watch's set and its answer of a moment
 #    ago, asks LXCFS nothing; its clones and mounts of held files are no
 #    FUSE request, so the start is not held: the container runs with its
 #    views, and what it reads waits for LXCFS (as it would had LXCFS stopped
-#    a moment later). Said by the log line "M cloned from files watch holds"
-#    (runc: crun runs here in a namespace of its own, tests/lib/crun-v1).
+#    a moment later). Said by the log line "M cloned from files watch holds".
+#    The hook (`run`) the same.
 wait_for 5 watch_fresh "$T/state/views.sock"
 kill -STOP "$LXCFS_PID"
 t0=$(date +%s%N)
@@ -72,6 +78,15 @@ t_eq "stopped after its answer: the container starts" "$rc" "0"
 t_ok "stopped after its answer: the start is not held ($ms ms)" test "$ms" -lt 2500
 t_eq "stopped after its answer: every view mounted from held files" "$(held_of vh-$$)" "$NV"
 stopped_read vh-$$ "stopped after its answer"
+wait_for 5 watch_fresh "$T/state/views.sock"
+kill -STOP "$LXCFS_PID"
+t0=$(date +%s%N)
+run_bg vr-$$; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+t_eq "stopped after its answer, the hook: the container starts" "$rc" "0"
+t_ok "stopped after its answer, the hook: the start is not held ($ms ms)" test "$ms" -lt 2500
+t_eq "stopped after its answer, the hook: every view mounted from held files" "$(held_of vr-$$)" "$NV"
+stopped_read vr-$$ "stopped after its answer, the hook"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"

@@ -1,9 +1,13 @@
 #!/bin/bash
-# `resview watch` holds the LXCFS files open and hands them to the hook over
-# state_dir/views.sock, so the hook clones them without a FUSE lookup. What a
-# container reads is the same either way; the hook takes nothing it cannot
-# check: a set of another LXCFS, a socket that is not root's, a holder that
-# does not answer, garbage. Each case: the views are mounted all the same.
+# `resview watch` holds the LXCFS files open and hands them over
+# state_dir/views.sock: to resview-runtime at `start` (an engine's create then
+# start: no hook in the spec) and to the hook (`run`; hooks.d and enroot),
+# which clone them without a FUSE lookup. What a container reads is the same
+# either way; nothing is taken that cannot be checked: a set of another
+# LXCFS, a socket that is not root's, a holder that does not answer, garbage.
+# The hook then looks the files up itself; at `start`, a holder that does not
+# vouch for LXCFS means no views (nothing may wait on LXCFS there), recorded
+# for watch's repair, and no start waits.
 source "$(dirname "$0")/../lib/common.sh"
 
 export LXCFS_DIR=$T/lxcfs
@@ -32,10 +36,23 @@ t_eq "watch: the socket is root's, mode 0600" "$(stat -c '%U %a' "$SOCK")" "root
 wait_for 10 grep -q "LXCFS answers" "$T/watch.out"
 t_ok "held: the container reads its limit (runc)" start_reads_limit h1-$$
 t_eq "held: every view cloned from a held file (runc)" "$(held_of h1-$$)/$(mounted_of h1-$$)" "$n_views/$n_views"
-# crun runs here in a mount namespace of its own (tests/lib/crun-v1), and
-# the kernel clones only mounts of the caller's namespace: looked up.
+rv_hooks() { jq '[.hooks[]?[]? | select(.path | test("resview-hook"))] | length' "$T/b-$1/config.json"; }
+t_eq "held, at start: no hook in the spec" "$(rv_hooks h1-$$)" "0"
+t_eq "held, at start: recorded ok" "$(jq -r .status "$T/state/containers/h1-$$/views")" "ok"
+t_ok "held, at start: the record that asked for it is gone" test ! -e "$T/state/containers/h1-$$/start"
+# crun runs here in a mount namespace of its own (tests/lib/crun-v1); at
+# `start` the shim clones in the host's, as for runc
 t_ok "held: the container reads its limit (crun)" start_reads_limit ch1-$$
-t_eq "held: crun in a namespace of its own looks them up (no clone across namespaces)" "$(held_of ch1-$$)" "0"
+t_eq "held: crun's views cloned from held files too (at start, in the host's namespace)" "$(held_of ch1-$$)" "$n_views"
+# `run` has no moment between create and start: the hook, given the set
+run_reads_limit() { run_bg "$1" && [ "$(mem_inside "$1")" = 524288 ]; }
+t_ok "held, run: the container reads its limit" run_reads_limit hr1-$$
+t_eq "held, run: the hook's spec" "$(rv_hooks hr1-$$)" "1"
+t_eq "held, run: the hook cloned every view from a held file" "$(held_of hr1-$$)/$(mounted_of hr1-$$)" "$n_views/$n_views"
+# the hook in crun's namespace: the kernel clones only mounts of the
+# caller's namespace, so it looks them up
+t_ok "held, run: the container reads its limit (crun)" run_reads_limit chr1-$$
+t_eq "held, run: the hook in crun's namespace looks them up" "$(held_of chr1-$$)" "0"
 t_eq "held: the same mounts as looked up" "$(views_of h1-$$ | sort | tr '\n' ' ')" "$(views_of h0-$$ | sort | tr '\n' ' ')"
 t_eq "held: one LXCFS mount per target" "$(per_target h1-$$)" "1 "
 
@@ -95,12 +112,29 @@ impostor set
 t_ok "a root holder whose files are not LXCFS's: the container reads its limit" start_reads_limit h5-$$
 t_eq "files not LXCFS's: nothing taken" "$(held_of h5-$$)" "0"
 kill $IMP
+# A root holder that does not vouch: at start, no views and no wait; the
+# hook (run) looks them up.
+unvouched() {
+    local id=$1 what=$2 t0 rc ms
+    t0=$(date +%s%N)
+    start_bg "$id"; rc=$?
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    t_eq "$what, at start: the container starts" "$rc" "0"
+    t_ok "$what, at start: not held ($ms ms)" test "$ms" -lt 2500
+    t_eq "$what, at start: no views, recorded for repair" "$(jq -r .status "$T/state/containers/$id/views")" "lxcfs-down"
+    t_ok "$what, run: the container reads its limit" run_reads_limit "r$id"
+    t_eq "$what, run: nothing taken" "$(held_of "r$id")" "0"
+}
 impostor garbage
-t_ok "garbage from the holder: the container reads its limit" start_reads_limit h6-$$
-t_eq "garbage: nothing taken" "$(held_of h6-$$)" "0"
+unvouched h6-$$ "garbage from the holder"
 kill $IMP
 impostor silent
-t_ok "a holder that never answers: the container reads its limit" start_reads_limit h7-$$
-t_eq "never answers: nothing taken" "$(held_of h7-$$)" "0"
+unvouched h7-$$ "a holder that never answers"
 kill $IMP
+# 6. watch back: it repairs the containers that started without views.
+rm -f "$SOCK"
+RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 0 >"$T/watch2.out" 2>&1 & WATCH=$!
+reads_limit() { local id; for id in "$@"; do [ "$(mem_inside "$id")" = 524288 ] || return 1; done; }
+t_ok "watch back: the containers started without views get them" wait_for 30 reads_limit h6-$$ h7-$$
+kill $WATCH
 t_eq "no hook failed or warned" "$(grep -c 'resview-hook.*\(warn\|error\)' "$T/resview.log")" "0"

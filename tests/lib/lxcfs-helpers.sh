@@ -3,15 +3,23 @@
 LIMITS='.linux.resources.memory.limit = 536870912 | .linux.resources.cpu = {quota: 100000, period: 100000}'
 rt_of() { case $1 in c*) echo crun ;; *) echo runc ;; esac; }
 rt_cmd() { if [ "$1" = crun ]; then echo "$CRUN_V1 --root $T/crun-root"; else echo "runc --root $T/runc-root"; fi; }
-# start_bg ID [CONFIG]: a long-running 1-CPU/512 MiB container through the shim
-start_bg() {
-    local id=$1 cfg=${2:-$T/config.json} rt; rt=$(rt_of "$id")
+# start_bg ID [CONFIG]: a long-running 1-CPU/512 MiB container through the
+# shim, created then started, as engines do (where watch runs, the views are
+# given at `start`); run_bg: the same in one `run -d` (the hook gives them)
+start_bg() { bg_ create "$@"; }
+run_bg() { bg_ run "$@"; }
+bg_() {
+    local how=$1 id=$2 cfg=${3:-$T/config.json} rt; rt=$(rt_of "$id")
     local next=runc root=$T/runc-root
     [ "$rt" = crun ] && next=$CRUN_V1 root=$T/crun-root
     rv_bundle "$T/b-$id" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
     jq --arg n "$next" '.runtimes = [$n]' "$cfg" >"$cfg.$rt"
-    (cd "$T/b-$id" && RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" create "$id" </dev/null >/dev/null 2>"$T/create-$id.err" &&
-        RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" start "$id")
+    if [ "$how" = run ]; then
+        (cd "$T/b-$id" && RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" run -d "$id" </dev/null >/dev/null 2>"$T/create-$id.err")
+    else
+        (cd "$T/b-$id" && RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" create "$id" </dev/null >/dev/null 2>"$T/create-$id.err" &&
+            RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" start "$id")
+    fi
 }
 pid_of() { $(rt_cmd "$(rt_of "$1")") state "$1" | jq -r .pid; }
 # What a process inside the container reads (exec joins the container's
