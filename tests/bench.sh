@@ -4,7 +4,8 @@
 # and glibc program in front of the runtime); per-exec cost of each binary,
 # musl vs glibc; peak RSS; instruction counts for one create on a ~20 KB
 # Kubernetes-like spec and for the hook; then every tests/bench.d/*.sh.
-# BENCH_ARMS=REGEX: only those start-latency arms (beside plain runc and crun).
+# BENCH_ARMS=REGEX: only those start-latency arms (beside plain runc and crun),
+# and none of tests/bench.d.
 source "$(dirname "$0")/lib/common.sh"
 [ "$(id -u)" = 0 ] || { echo "make bench: run as root" >&2; exit 1; }
 ROUNDS=${ROUNDS:-100}
@@ -74,9 +75,10 @@ gcc -static -O2 -o "$T/passthrough-glibc" "$TOP/tests/lib/passthrough.c" || exit
 musl-gcc -static -O2 -o "$T/passthrough-musl" "$TOP/tests/lib/passthrough.c" || exit 1
 RUNC=$(command -v runc)
 echo "== start latency (static musl binaries; crun runs through tests/lib/crun-v1, which adds the same unshare to every crun arm)"
-echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper; resview+X: shim (variables) + hook (LXCFS views)"
+echo "   glibc-/musl-exec+X: a bare static exec in front of X, the floor of any wrapper"
 echo "   noop-hook+runc: runc running a static no-op prestart hook (any hook's cost to the runtime); resview-noviews+runc: the shim alone"
-echo "   resview+X: with \`resview watch\` holding the LXCFS files, as deployed; resview-nowatch+runc: without it (the hook looks them up)"
+echo "   resview+X: as deployed, \`resview watch\` holding the LXCFS files: the shim's variables at create, its views at start (no hook)"
+echo "   resview-nowatch+runc: without watch: the shim's variables and the hook (it looks the LXCFS files up)"
 echo "   nri+runc: NRI mode as deployed (watch runs): the plugin's CreateContainer answer (the variables) over its"
 echo "   socket, runc create, its StartContainer (the views, no hook), runc start; the runtime's side: test_nri_conn's fake"
 echo "   nri-hook+runc: NRI mode without watch, the spec as containerd writes it (variables, hook) run by plain runc"
@@ -185,7 +187,7 @@ hook_instr "hook, handed over by the shim (--rootfs=rootfs):" hk-bench1 '["resvi
 hook_instr "hook reading config.json (hooks.d):" hk-bench2 '["resview-hook"]'
 
 for b in "$TOP"/tests/bench.d/*.sh; do
-    [ -e "$b" ] || continue
+    [ -e "$b" ] && [ -z "${BENCH_ARMS:-}" ] || continue
     echo
     bash "$b"
 done

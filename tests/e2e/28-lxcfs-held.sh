@@ -44,6 +44,19 @@ t_ok "held, at start: the record that asked for it is gone" test ! -e "$T/state/
 # `start` the shim clones in the host's, as for runc
 t_ok "held: the container reads its limit (crun)" start_reads_limit ch1-$$
 t_eq "held: crun's views cloned from held files too (at start, in the host's namespace)" "$(held_of ch1-$$)" "$n_views"
+# at start, the pid in the runtime's state no longer the process that
+# started then (a pid used again; here its start time changed in runc's
+# state.json, which runc itself then refuses too): no views given to it
+rv_bundle "$T/b-hp-$$" ".process.args = [\"/bin/sleep\", \"3600\"] | $LIMITS"
+(cd "$T/b-hp-$$" && RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" create hp-$$ </dev/null >/dev/null 2>&1)
+hp_pid=$(jq .init_process_pid "$T/runc-root/hp-$$/state.json")
+jq -c '.init_process_start += 1' "$T/runc-root/hp-$$/state.json" >"$T/hp.state" &&
+    cat "$T/hp.state" >"$T/runc-root/hp-$$/state.json"
+RESVIEW_CONFIG=$T/config.json.runc "$RUNTIME" --root "$T/runc-root" start hp-$$ 2>/dev/null
+t_contains "at start, a pid not the container's: logged" "$(grep "id=hp-$$" "$T/resview.log")" "is not the container's"
+t_eq "at start, a pid not the container's: no views given to that process" \
+    "$(grep -c fuse.lxcfs "/proc/$hp_pid/mountinfo")" "0"
+kill -9 "$hp_pid" 2>/dev/null
 # `run` has no moment between create and start: the hook, given the set
 run_reads_limit() { run_bg "$1" && [ "$(mem_inside "$1")" = 524288 ]; }
 t_ok "held, run: the container reads its limit" run_reads_limit hr1-$$

@@ -381,6 +381,13 @@ cp "$NODE/etc/containerd/config.toml" "$T/config.toml.installed"
 for w in w1 w2; do run_pod "$w" "$WORKLOAD"; WORKLOADS="$WORKLOADS $w"; done
 t_eq "install: workloads created" "$(cat "$T/w1.err" "$T/w2.err")" ""
 t_ok "install: every workload reads its views" all_views 20
+# with the agent's watch holding the files, resview-runtime gives the views
+# at `start` (containerd's shim calls create, then start): no hook in the spec
+w1=$(cid w1 main)
+spec=$NODE/run/containerd/io.containerd.runtime.v2.task/k8s.io/$w1/config.json
+t_ok "install: the workload's spec carries no hook (the views given at start)" \
+    sh -c "test -f '$spec' && ! grep -q resview-hook '$spec'"
+t_eq "install: …recorded at start" "$(jq -r .status "$NODE/run/resview/containers/$w1/views" 2>&1)" "ok"
 t_eq "install: /proc/cpuinfo: 1 processor" "$(kexec "$(cid w1 main)" grep -c ^processor /proc/cpuinfo)" "1"
 t_contains "install: GOMAXPROCS=1" "$(kexec "$(cid w1 main)" cat /proc/1/environ | tr '\0' '\n')" "GOMAXPROCS=1"
 # the metrics as the DaemonSet turns them on: the agent's watch on the port its annotation names
