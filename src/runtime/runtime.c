@@ -25,11 +25,22 @@ static void forward(int sig)
         kill(delete_child, sig);
 }
 
+/* The records of a deleted container, and its broker's counts. */
+static void forget(const struct rv_config *cfg, const char *id)
+{
+    struct rv_error err;
+
+    rv_broker_report(cfg, id);
+    if (rv_state_remove(cfg, id, &err) < 0)
+        rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
+}
+
 /* `delete` of a container with records (the one place delete is handled):
  * the records (variables for exec sessions, views for repair) must outlive a
- * delete the runtime refuses (without --force, a running container). So the
- * runtime runs as our child here, and the records go once it succeeded. The
- * child is spawned (vfork and exec: no copy of our page tables, no
+ * delete the runtime refuses (without --force, a running container). So,
+ * unless its init has ended (the runtime then deletes it: the records go
+ * first, and the runtime is exec'd), the runtime runs as our child here, and
+ * the records go once it succeeded. The child is spawned (vfork and exec: no copy of our page tables, no
  * copy-on-write faults); this process ends with the runtime's status and
  * never returns, unless the spawn failed: then the caller execs the runtime
  * itself and the records are left for `resview repair`. */
@@ -38,7 +49,6 @@ static void delete_then_forget(const struct rv_config *cfg, const char *id, cons
 {
     static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 };
     struct sigaction sa;
-    struct rv_error err;
     pid_t pid;
     int ws, e;
 
@@ -59,11 +69,8 @@ static void delete_then_forget(const struct rv_config *cfg, const char *id, cons
     while (waitpid(pid, &ws, 0) < 0)
         if (errno != EINTR)
             _exit(1);
-    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0) {
-        rv_broker_report(cfg, id);
-        if (rv_state_remove(cfg, id, &err) < 0)
-            rv_log(RV_WARN, "delete: records not removed: %s", err.msg);
-    }
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+        forget(cfg, id);
     if (WIFSIGNALED(ws)) {
         signal(WTERMSIG(ws), SIG_DFL);
         raise(WTERMSIG(ws));
@@ -161,7 +168,11 @@ int rv_runtime_prepare(int argc, char *argv[], char *next, size_t size)
         rv_log(RV_ERROR, "%s", err.msg);
         return 1;
     }
-    if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_state_exists(&cfg, a.id))
-        delete_then_forget(&cfg, a.id, next, argv);
+    if (a.sub && strcmp(a.sub, "delete") == 0 && a.id && rv_state_exists(&cfg, a.id)) {
+        if (rv_shim_stopped(&a, next))
+            forget(&cfg, a.id);
+        else
+            delete_then_forget(&cfg, a.id, next, argv);
+    }
     return 0;
 }

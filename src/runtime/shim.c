@@ -235,6 +235,22 @@ out:
     return r;
 }
 
+bool rv_shim_stopped(const struct rv_args *a, const char *next)
+{
+    char buf[PATH_MAX], proc[64];
+    const char *root = runtime_root(a, next, buf, sizeof(buf));
+    unsigned long long want = 0, now = 0;
+    cleanup_close int dir = -1;
+    pid_t pid;
+
+    if (!root || !a->id || !rv_safe_name(a->id) || !(pid = init_pid(root, a->id, &want)) || !want)
+        return false;
+    snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+    if ((dir = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return errno == ENOENT;
+    return rv_pid_start_time(dir, &now) == 0 && now != want;
+}
+
 void rv_shim_start(const struct rv_config *cfg, const struct rv_args *a)
 {
     cleanup_json json_t *rec = NULL;

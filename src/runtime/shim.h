@@ -17,6 +17,10 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
  * StartContainer (hook.h rv_hook_views_started). Never fails the start. */
 #define RV_START_RECORD "start"   /* <state_dir>/containers/<id>/start: {"runtime_root"} */
 void rv_shim_start(const struct rv_config *cfg, const struct rv_args *a);
+/* delete: whether the container's init has ended (its pid gone, or another
+ * process's by now, as its runtime's state tells): the runtime then removes
+ * it. Unknown, or a zombie: false. */
+bool rv_shim_stopped(const struct rv_args *a, const char *next);
 /* exec --process FILE: add the recorded variables the process does not set. */
 int rv_shim_exec(const struct rv_config *cfg, const struct rv_args *a, struct rv_error *err);
 
