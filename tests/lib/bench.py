@@ -121,17 +121,23 @@ print("%-22s %10s %10s %10s" % ("arm", "median ms", "p10 ms", "p90 ms"))
 for n, v in times.items():
     q = statistics.quantiles(v, n=10)
     print("%-22s %10.2f %10.2f %10.2f" % (n, med[n], q[0], q[-1]))
+# Differences: the median of the per-round differences (each round runs
+# every arm once, back to back, so a slow moment of the VM weighs on both
+# sides of a difference, which a difference of medians does not cancel).
+def over(a, b):
+    return statistics.median([x - y for x, y in zip(times[a], times[b])])
+print("differences: medians of the per-round differences")
 for n in med:
     base = n.split("+")[-1]
     if base != n and base in med:
-        print("%-14s over %-5s: %+.2f ms median (%.3fx)" % (n, base, med[n] - med[base], med[n] / med[base]))
+        print("%-14s over %-5s: %+.2f ms median (%.3fx)" % (n, base, over(n, base), med[n] / med[base]))
 for n in med:
     wrapper, _, base = n.partition("+")
     if not base or not wrapper.startswith("resview"):
         continue
     for floor in [f for f in med if f.endswith("exec+" + base)]:
         print("%-14s over %-16s: %+.2f ms median (%s's own work beyond one exec per call)"
-              % (n, floor, med[n] - med[floor], wrapper))
+              % (n, floor, over(n, floor), wrapper))
 # The way to the views against the floor (X binding them itself from the
 # spec's mounts), in bare execs of this VM (BENCH_EXEC's, same rounds).
 unit = statistics.median(execs) if execs else 0
@@ -140,6 +146,6 @@ for base in [b for b in med if "+" not in b]:
     if not unit or floor not in med:
         continue
     print("over %s binding the views itself (%s, %+.2f ms over %s), in bare execs (%.2f ms):"
-          % (base, floor, med[floor] - med[base], base, unit))
+          % (base, floor, over(floor, base), base, unit))
     for n in [n for n in med if n.endswith("+" + base) and n.split("+")[0] in ("resview", "nri", "nri-hook")]:
-        print("    %-22s %+.2f ms = %+.2f execs" % (n, med[n] - med[floor], (med[n] - med[floor]) / unit))
+        print("    %-22s %+.2f ms = %+.2f execs" % (n, over(n, floor), over(n, floor) / unit))
