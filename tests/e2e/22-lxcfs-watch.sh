@@ -69,24 +69,22 @@ t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-
 #    views, and what it reads waits for LXCFS (as it would had LXCFS stopped
 #    a moment later). Said by the log line "M cloned from files watch holds".
 #    The hook (`run`) the same.
-wait_for 5 watch_fresh "$T/state/views.sock"
-kill -STOP "$LXCFS_PID"
-t0=$(date +%s%N)
-start_bg vh-$$; rc=$?
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-t_eq "stopped after its answer: the container starts" "$rc" "0"
-t_ok "stopped after its answer: the start is not held ($ms ms)" test "$ms" -lt 2500
-t_eq "stopped after its answer: every view mounted from held files" "$(held_of vh-$$)" "$NV"
-stopped_read vh-$$ "stopped after its answer"
-wait_for 5 watch_fresh "$T/state/views.sock"
-kill -STOP "$LXCFS_PID"
-t0=$(date +%s%N)
-run_bg vr-$$; rc=$?
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-t_eq "stopped after its answer, the hook: the container starts" "$rc" "0"
-t_ok "stopped after its answer, the hook: the start is not held ($ms ms)" test "$ms" -lt 2500
-t_eq "stopped after its answer, the hook: every view mounted from held files" "$(held_of vr-$$)" "$NV"
-stopped_read vr-$$ "stopped after its answer, the hook"
+# stopped_after_answer START ID LABEL: START (start_bg or run_bg) with LXCFS
+# stopped right after watch's fresh answer
+stopped_after_answer() {
+    local start=$1 id=$2 label=$3 t0 rc ms
+    wait_for 5 watch_fresh "$T/state/views.sock"
+    kill -STOP "$LXCFS_PID"
+    t0=$(date +%s%N)
+    $start "$id"; rc=$?
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    t_eq "$label: the container starts" "$rc" "0"
+    t_ok "$label: the start is not held ($ms ms)" test "$ms" -lt 2500
+    t_eq "$label: every view mounted from held files" "$(held_of "$id")" "$NV"
+    stopped_read "$id" "$label"
+}
+stopped_after_answer start_bg vh-$$ "stopped after its answer"
+stopped_after_answer run_bg vr-$$ "stopped after its answer, the hook"
 
 kill $WATCH; wait $WATCH; rc=$?
 t_eq "watch: exits 0 on SIGTERM" "$rc" "0"
