@@ -153,9 +153,12 @@ int rv_viewhold_ask(const char *sock)
 
     if (!sock[0] || rv_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock) < 0)
         return -1;
-    c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c < 0 || setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-        connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+    /* connected at once or not at all: a holder that accepts nothing (stopped)
+     * keeps every connection queued, hung up or not, and once its queue is
+     * full a blocking connect() would wait with no end (EAGAIN here) */
+    c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        fcntl(c, F_SETFL, 0) < 0 || setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
         getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0)
         return -1;
     return move_fd(c);

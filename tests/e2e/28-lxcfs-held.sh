@@ -149,5 +149,32 @@ rm -f "$SOCK"
 RESVIEW_CONFIG=$T/config.json "$CLI" watch --interval 0 >"$T/watch2.out" 2>&1 & WATCH=$!
 reads_limit() { local id; for id in "$@"; do [ "$(mem_inside "$id")" = 524288 ] || return 1; done; }
 t_ok "watch back: the containers started without views get them" wait_for 30 reads_limit h6-$$ h7-$$
+# 7. watch stopped (SIGSTOP) with its socket's queue full (connections nobody
+#    accepts stay queued, hung up or not): a connection that would wait is
+#    given up at once, so no start waits on watch; the hook looks the files up.
+kill -STOP $WATCH
+python3 - "$SOCK" <<'EOF'
+import socket, sys
+for _ in range(200):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.setblocking(False)
+    try:
+        c.connect(sys.argv[1])
+    except BlockingIOError:
+        break
+    c.close()
+EOF
+for how in start_bg run_bg; do
+    id=q-$how-$$
+    t0=$(date +%s%N)
+    $how "$id" & starter=$!
+    wait_for 20 sh -c "! kill -0 $starter 2>/dev/null"
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    if kill -0 $starter 2>/dev/null; then kill -9 $starter; fi
+    t_ok "watch stopped, its queue full ($how): the start is not held ($ms ms)" test "$ms" -lt 2500
+    t_ok "watch stopped, its queue full ($how): the container reads its limit" reads_limit "$id"
+    t_eq "watch stopped, its queue full ($how): looked up, nothing taken" "$(held_of "$id")" "0"
+done
+kill -CONT $WATCH
 kill $WATCH
 t_eq "no hook failed or warned" "$(grep -c 'resview-hook.*\(warn\|error\)' "$T/resview.log")" "0"
