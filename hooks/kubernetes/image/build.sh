@@ -16,8 +16,8 @@ set -eu
 BUILD=$1
 VERSION=$2
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
-# tagged with the release it is built from (an OCI tag holds no +: 0.12.0 for
-# 0.12.0+git.SHA, kustomization.yaml's newTag); its label says the whole version
+# tagged with the release it is built from (an OCI tag holds no +: 0.13.0 for
+# 0.13.0+git.SHA, kustomization.yaml's newTag); its label says the whole version
 REF=${IMAGE_REF:-localhost/resview/node:${VERSION%%+*}}
 WORK=$BUILD/image
 ROOT=$WORK/rootfs
