@@ -14,7 +14,7 @@ struct rv_edit_ctx {
     bool hook_missing;        /* hook.path cannot be executed here: add no hook (a
                                  hook runc cannot run would fail the start) */
     bool fuse_runtime;        /* started as the FUSE runtime name (fuse.h) */
-    bool views_at_start;      /* the views are given at `start` (shim.c): no hook */
+    bool views_at_start;      /* the views may come at `start` (shim.c): no hook yet */
     const struct rv_fuse_runtime *fuse_rt;   /* the next runtime's support; NULL: assume it */
 };
 

@@ -274,15 +274,23 @@ bool rv_state_exists(const struct rv_config *cfg, const char *id)
            S_ISDIR(st.st_mode);
 }
 
+/* The path of one file of id's record (-1, errno EINVAL: none). */
+static int record_file(const struct rv_config *cfg, const char *id, const char *file, char *out,
+                       size_t size)
+{
+    if (!rv_safe_name(id) || rv_snprintf(out, size, "%s/containers/%s/%s", cfg->state_dir, id, file) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
 int rv_state_unlink(const struct rv_config *cfg, const char *id, const char *file)
 {
     char path[PATH_MAX];
 
-    if (!rv_safe_name(id) ||
-        rv_snprintf(path, sizeof(path), "%s/containers/%s/%s", cfg->state_dir, id, file) < 0) {
-        errno = EINVAL;
+    if (record_file(cfg, id, file, path, sizeof(path)) < 0)
         return -1;
-    }
     return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
@@ -290,12 +298,7 @@ int rv_state_stat(const struct rv_config *cfg, const char *id, const char *file,
 {
     char path[PATH_MAX];
 
-    if (!rv_safe_name(id) ||
-        rv_snprintf(path, sizeof(path), "%s/containers/%s/%s", cfg->state_dir, id, file) < 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    return lstat(path, st);
+    return record_file(cfg, id, file, path, sizeof(path)) < 0 ? -1 : lstat(path, st);
 }
 
 int rv_state_foreach(const struct rv_config *cfg, int (*fn)(const char *id, void *arg), void *arg)

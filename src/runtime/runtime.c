@@ -40,7 +40,8 @@ static void forget(const struct rv_config *cfg, const char *id)
  * delete the runtime refuses (without --force, a running container). So,
  * unless its init has ended (the runtime then deletes it: the records go
  * first, and the runtime is exec'd), the runtime runs as our child here, and
- * the records go once it succeeded. The child is spawned (vfork and exec: no copy of our page tables, no
+ * the records go once it succeeded. The child is spawned (vfork and exec:
+ * no copy of our page tables, no
  * copy-on-write faults); this process ends with the runtime's status and
  * never returns, unless the spawn failed: then the caller execs the runtime
  * itself and the records are left for `resview repair`. */

@@ -130,23 +130,37 @@ static pid_t init_pid(const char *root, const char *id, unsigned long long *star
     return 0;
 }
 
-/* The views at `start` (rv_shim_start) instead of a hook: where `resview
- * watch` holds the LXCFS files (it vouches for LXCFS then, or none are
- * given, and no start waits on LXCFS), for `create` (`run` has no moment
- * between), where the next runtime's state tells the container's process,
- * and not where lxcfs.required wants the hook's own probe. A second resview
- * in a runtime chain follows the first one's choice. */
-static bool views_at_start(const struct rv_config *cfg, const struct rv_args *a, const char *root)
+/* Whether the views may come at `start` (rv_shim_start) instead of from a
+ * hook: for `create` (`run` has no moment between), where the next runtime's
+ * state tells the container's process, and not where lxcfs.required wants
+ * the hook's own probe. */
+static bool may_start_views(const struct rv_config *cfg, const struct rv_args *a, const char *root)
+{
+    return !cfg->lxcfs_required && root && a->sub && strcmp(a->sub, "create") == 0 && a->id &&
+           rv_safe_name(a->id);
+}
+
+/* For a container whose edit wants the views and may have them at `start`:
+ * where `resview watch` holds the LXCFS files (it vouches for LXCFS then, or
+ * none are given, and no start waits on LXCFS), the record that has `start`
+ * give them, written before the spec without the hook is. A second resview
+ * in a runtime chain follows the first one's choice. false: the hook. */
+static bool leave_for_start(const struct rv_config *cfg, const struct rv_args *a, const char *root)
 {
     const char *chain = getenv(RV_CHAIN_ENV);
+    cleanup_json json_t *rec = NULL;
+    struct rv_error err;
     struct stat st;
 
-    if (cfg->lxcfs_required || !root || !a->sub || strcmp(a->sub, "create") != 0 || !a->id ||
-        !rv_safe_name(a->id))
+    if (chain && *chain ? rv_state_stat(cfg, a->id, RV_START_RECORD, &st) < 0 : !rv_viewhold_served(cfg))
         return false;
-    if (chain && *chain)
-        return rv_state_stat(cfg, a->id, RV_START_RECORD, &st) == 0;
-    return rv_viewhold_served(cfg);
+    if (!(rec = json_pack("{s:s}", "runtime_root", root)) ||
+        rv_state_write(cfg, a->id, RV_START_RECORD, rec, &err) < 0) {
+        rv_log(RV_WARN, "LXCFS views not left for `start` (%s): through the hook",
+               rec ? err.msg : "no memory");
+        return false;
+    }
+    return true;
 }
 
 int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
@@ -172,7 +186,7 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
     const char *root = runtime_root(a, next, root_buf, sizeof(root_buf));
     bool hook_missing = access(cfg->hook_path, X_OK) != 0;
     struct rv_edit_ctx ctx = { .cfg = cfg, .host = host, .systemd_hint = a->systemd_cgroup,
-                               .views_at_start = views_at_start(cfg, a, root),
+                               .views_at_start = may_start_views(cfg, a, root),
                                .fuse_runtime = fuse_runtime };
 
     ctx.hook_missing = hook_missing && !ctx.views_at_start;
@@ -192,19 +206,13 @@ int rv_shim_create(const struct rv_config *cfg, const struct rv_host *host,
         rv_wrap(err, "bundle `%s`", spec.bundle);
         goto out;
     }
-    if (res.lxcfs_on && ctx.views_at_start) {
-        /* the record that has `start` give them, written before the spec
-         * without the hook is; where it cannot be: the hook after all */
-        cleanup_json json_t *rec = json_pack("{s:s}", "runtime_root", root);
-        struct rv_error e2;
-        if (!rec || rv_state_write(cfg, a->id, RV_START_RECORD, rec, &e2) < 0) {
-            rv_log(RV_WARN, "LXCFS views: not left for `start` (%s): %s", rec ? e2.msg : "no memory",
-                   hook_missing ? "none given" : "the hook gives them");
-            if (hook_missing)
-                res.lxcfs_on = false;
-            else if (rv_spec_set_hook(spec.root, cfg, ctx.bundle, true, err) < 0)
-                goto out;
-        }
+    if (res.lxcfs_on && ctx.views_at_start && !leave_for_start(cfg, a, root)) {
+        /* the hook after all, as the edit adds it (none where it cannot run) */
+        if (hook_missing) {
+            res.lxcfs_on = false;
+            res.hook_missing = true;
+        } else if (rv_spec_set_hook(spec.root, cfg, ctx.bundle, true, err) < 0)
+            goto out;
     }
     if (rv_spec_save(&spec, &changed, err) < 0)
         goto out;

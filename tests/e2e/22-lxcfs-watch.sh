@@ -49,10 +49,8 @@ t_eq "hung LXCFS: container starts" "$rc" "0"
 t_contains "hung LXCFS: with host values" "$out" "$host_mem"
 t_eq "hung LXCFS: recorded as down" "$(jq -r .status "$T/state/containers/hung-$$/views")" "lxcfs-down"
 t_contains "hung LXCFS: the reason is logged" "$(cat "$T/resview.log")" "does not answer"
-t0=$(date +%s%N)
-start_bg hw-$$
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-t_ok "hung LXCFS, at start: the start is not held ($ms ms)" test "$ms" -lt 2500
+timed start_bg hw-$$
+t_ok "hung LXCFS, at start: the start is not held ($MS ms)" test "$MS" -lt 2500
 t_eq "hung LXCFS, at start: a long-running container starts with host values" "$(mem_inside hw-$$)" "$host_mem"
 t_contains "hung LXCFS, at start: watch does not vouch, logged" "$(grep "id=hw-$$" "$T/resview.log")" "does not vouch"
 kill -CONT "$LXCFS_PID"
@@ -72,14 +70,12 @@ t_contains "watch: says what it dropped" "$(cat "$T/watch.out")" "dropped  hung-
 # stopped_after_answer START ID LABEL: START (start_bg or run_bg) with LXCFS
 # stopped right after watch's fresh answer
 stopped_after_answer() {
-    local start=$1 id=$2 label=$3 t0 rc ms
+    local start=$1 id=$2 label=$3 rc
     wait_for 5 watch_fresh "$T/state/views.sock"
     kill -STOP "$LXCFS_PID"
-    t0=$(date +%s%N)
-    $start "$id"; rc=$?
-    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    timed "$start" "$id"; rc=$?
     t_eq "$label: the container starts" "$rc" "0"
-    t_ok "$label: the start is not held ($ms ms)" test "$ms" -lt 2500
+    t_ok "$label: the start is not held ($MS ms)" test "$MS" -lt 2500
     t_eq "$label: every view mounted from held files" "$(held_of "$id")" "$NV"
     stopped_read "$id" "$label"
 }

@@ -128,12 +128,10 @@ kill $IMP
 # A root holder that does not vouch: at start, no views and no wait; the
 # hook (run) looks them up.
 unvouched() {
-    local id=$1 what=$2 t0 rc ms
-    t0=$(date +%s%N)
-    start_bg "$id"; rc=$?
-    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    local id=$1 what=$2 rc
+    timed start_bg "$id"; rc=$?
     t_eq "$what, at start: the container starts" "$rc" "0"
-    t_ok "$what, at start: not held ($ms ms)" test "$ms" -lt 2500
+    t_ok "$what, at start: not held ($MS ms)" test "$MS" -lt 2500
     t_eq "$what, at start: no views, recorded for repair" "$(jq -r .status "$T/state/containers/$id/views")" "lxcfs-down"
     t_ok "$what, run: the container reads its limit" run_reads_limit "r$id"
     t_eq "$what, run: nothing taken" "$(held_of "r$id")" "0"

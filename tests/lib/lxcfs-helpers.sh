@@ -21,6 +21,8 @@ bg_() {
             RESVIEW_CONFIG=$cfg.$rt "$RUNTIME" --root "$root" start "$id")
     fi
 }
+# timed CMD...: CMD's status, and how long it took in MS (milliseconds)
+timed() { local t0 rc; t0=$(date +%s%N); "$@"; rc=$?; MS=$(( ($(date +%s%N) - t0) / 1000000 )); return $rc; }
 pid_of() { $(rt_cmd "$(rt_of "$1")") state "$1" | jq -r .pid; }
 # What a process inside the container reads (exec joins the container's
 # cgroup, which is what LXCFS answers for).
